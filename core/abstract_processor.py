@@ -1,0 +1,191 @@
+"""AbstractProcessor: the convenience base class for writing processors (manual §8.4)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jetspark.core.context import Context
+from jetspark.core.inbox import ArrayDequeInbox, Inbox
+from jetspark.core.outbox import Ordinals, Outbox
+from jetspark.core.processor import Processor
+from jetspark.core.traverser import Traverser, as_traverser
+
+_NOTHING = object()
+
+
+class AbstractProcessor(Processor):
+    """Receives items one at a time through `try_process0..4` and emits through traversers.
+
+    Override `try_process_item(ordinal, item)` (any ordinal) or `try_processN(item)` (ordinal N);
+    return False to be called again with the same item, which stays in the inbox until True.
+    Subclasses overriding `init` must call `super().init(outbox, context)`.
+    """
+
+    outbox: Outbox
+    context: Context
+    logger: logging.Logger
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        """Keeps the outbox, context and logger for the subclass."""
+        self.outbox = outbox
+        self.context = context
+        self.logger = context.logger
+        self._pending_item: Any = _NOTHING
+        self._pending_source: Any = None
+        self._pending_traverser: Traverser | None = None
+        self._pending_snapshot_item: Any = _NOTHING
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        """Feeds items to the ordinal's try-method, removing each one only after it returned True."""
+        try_process = self._item_handler(ordinal)
+        if type(inbox) is ArrayDequeInbox:
+            queue = inbox.queue
+            while queue:
+                if not try_process(queue[0]):
+                    return
+                queue.popleft()
+            return
+        while (item := inbox.peek()) is not None:
+            if not try_process(item):
+                return
+            inbox.remove()
+
+    def _item_handler(self, ordinal: int) -> Callable[[Any], bool]:
+        if ordinal == 0:
+            return self.try_process0
+        if ordinal == 1:
+            return self.try_process1
+        if ordinal == 2:
+            return self.try_process2
+        if ordinal == 3:
+            return self.try_process3
+        if ordinal == 4:
+            return self.try_process4
+        return lambda item: self.try_process_item(ordinal, item)
+
+    def try_process0(self, item: Any) -> bool:
+        """Processes an item of ordinal 0; by default delegates to `try_process_item`."""
+        return self.try_process_item(0, item)
+
+    def try_process1(self, item: Any) -> bool:
+        """Processes an item of ordinal 1; by default delegates to `try_process_item`."""
+        return self.try_process_item(1, item)
+
+    def try_process2(self, item: Any) -> bool:
+        """Processes an item of ordinal 2; by default delegates to `try_process_item`."""
+        return self.try_process_item(2, item)
+
+    def try_process3(self, item: Any) -> bool:
+        """Processes an item of ordinal 3; by default delegates to `try_process_item`."""
+        return self.try_process_item(3, item)
+
+    def try_process4(self, item: Any) -> bool:
+        """Processes an item of ordinal 4; by default delegates to `try_process_item`."""
+        return self.try_process_item(4, item)
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        """The catch-all for items of any ordinal; override it or a `try_processN`."""
+        raise TypeError(
+            f"{type(self).__name__} received item {item!r} on inbound ordinal {ordinal} but "
+            f"overrides neither try_process{ordinal}(item) nor try_process_item(ordinal, item)"
+        )
+
+    def try_emit(self, item: Any, ordinal: Ordinals = None) -> bool:
+        """Offers `item` to the outbox (all ordinals by default); False means stop and return."""
+        return self.outbox.offer(item, ordinal)
+
+    def emit_from_traverser(
+        self, traverser: Traverser | Iterable[Any], ordinal: Ordinals = None
+    ) -> bool:
+        """Emits items until the outbox refuses one (False) or the traverser is exhausted (True).
+
+        Call it again with the same traverser after False; the refused item is kept and resent.
+        A plain iterable works too, as long as the same object is passed on every retry.
+        """
+        source = self._traverser_for(traverser)
+        offer = self.outbox.offer
+        item = self._pending_item
+        if item is _NOTHING:
+            item = source.next()
+        while item is not None:
+            if not offer(item, ordinal):
+                self._pending_item = item
+                return False
+            item = source.next()
+        self._pending_item = _NOTHING
+        return True
+
+    def _traverser_for(self, source: Traverser | Iterable[Any]) -> Traverser:
+        if isinstance(source, Traverser):
+            return source
+        if source is not self._pending_source:
+            self._pending_source = source
+            self._pending_traverser = as_traverser(source)
+        assert self._pending_traverser is not None
+        return self._pending_traverser
+
+    def try_emit_to_snapshot(self, key: Any, value: Any) -> bool:
+        """Offers a state entry to the snapshot; False means stop and return from the callback."""
+        return self.outbox.offer_to_snapshot(key, value)
+
+    def emit_from_traverser_to_snapshot(self, traverser: Traverser | Iterable[Any]) -> bool:
+        """Offers `(key, value)` entries to the snapshot until refused (False) or exhausted (True)."""
+        source = self._traverser_for(traverser)
+        entry = self._pending_snapshot_item
+        if entry is _NOTHING:
+            entry = source.next()
+        while entry is not None:
+            key, value = entry
+            if not self.outbox.offer_to_snapshot(key, value):
+                self._pending_snapshot_item = entry
+                return False
+            entry = source.next()
+        self._pending_snapshot_item = _NOTHING
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        """Passes each `(key, value)` entry to `restore_from_snapshot_entry`."""
+        while (entry := inbox.poll()) is not None:
+            key, value = entry
+            self.restore_from_snapshot_entry(key, value)
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        """Restores one state entry saved by this processor's `save_to_snapshot`."""
+        raise TypeError(
+            f"{type(self).__name__} was given snapshot entry {key!r} to restore but does not "
+            "override restore_from_snapshot_entry(key, value)"
+        )
+
+    def flat_mapper(
+        self, fn: Callable[[Any], Traverser | Iterable[Any]], ordinal: Ordinals = None
+    ) -> FlatMapper:
+        """A FlatMapper emitting the items `fn(item)` returns, resumable across full outboxes."""
+        return FlatMapper(self, fn, ordinal)
+
+
+class FlatMapper:
+    """Emits `fn(item)`'s items; `try_process(item)` is False while some are still unsent."""
+
+    __slots__ = ("_fn", "_ordinal", "_out", "_processor")
+
+    def __init__(
+        self,
+        processor: AbstractProcessor,
+        fn: Callable[[Any], Traverser | Iterable[Any]],
+        ordinal: Ordinals = None,
+    ) -> None:
+        self._processor = processor
+        self._fn = fn
+        self._ordinal = ordinal
+        self._out: Traverser | None = None
+
+    def try_process(self, item: Any) -> bool:
+        """True when all items of `fn(item)` are emitted; call again with the same item if False."""
+        if self._out is None:
+            self._out = as_traverser(self._fn(item))
+        if self._processor.emit_from_traverser(self._out, self._ordinal):
+            self._out = None
+            return True
+        return False

@@ -1,0 +1,43 @@
+"""Job-level configuration: the processing guarantee, snapshots and watermark retention."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ProcessingGuarantee(enum.Enum):
+    """How a job behaves after a failure (manual §3.5): no snapshots, at least once, exactly once."""
+
+    NONE = "none"
+    AT_LEAST_ONCE = "at_least_once"
+    EXACTLY_ONCE = "exactly_once"
+
+
+@dataclass
+class JobConfig:
+    """Settings of one job; the defaults match Jet's.
+
+    `max_watermark_retain_millis` < 0 disables retention (Jet's default); `slow_callback_millis`
+    makes the runtime warn when a cooperative callback runs longer (None: off).
+    """
+
+    name: str | None = None
+    processing_guarantee: ProcessingGuarantee = ProcessingGuarantee.NONE
+    snapshot_interval_millis: int = 10_000
+    max_watermark_retain_millis: int = -1
+    slow_callback_millis: float | None = None
+    partition_count: int = 271
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.processing_guarantee, ProcessingGuarantee):
+            raise TypeError(
+                "processing_guarantee must be a ProcessingGuarantee, "
+                f"got {self.processing_guarantee!r}"
+            )
+        if self.snapshot_interval_millis <= 0:
+            raise ValueError(
+                f"snapshot_interval_millis must be positive, got {self.snapshot_interval_millis}"
+            )
+        if self.partition_count <= 0:
+            raise ValueError(f"partition_count must be positive, got {self.partition_count}")

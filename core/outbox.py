@@ -1,0 +1,126 @@
+"""The Outbox a processor emits to: one bounded bucket per outbound ordinal plus a snapshot bucket."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from jetspark.core.errors import ProcessorContractError
+
+Ordinals = int | Sequence[int] | None
+"""Where an item goes: None for every bucket, an int for one, a sequence for several."""
+
+_NOTHING = object()
+
+
+@runtime_checkable
+class Outbox(Protocol):
+    """What a processor offers its output to (manual §8.3.2)."""
+
+    def offer(self, item: Any, ordinal: Ordinals = None) -> bool: ...
+    def offer_to_snapshot(self, key: Any, value: Any) -> bool: ...
+    def has_unfinished_item(self) -> bool: ...
+    def bucket_count(self) -> int: ...
+
+
+def _same_item(a: Any, b: Any) -> bool:
+    """Identity or equality, tolerating types whose `==` is not a plain bool (numpy arrays)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+class OutboxImpl:
+    """An Outbox whose buckets are deques of bounded capacity, drained by whoever owns it.
+
+    A refused offer leaves the item "unfinished": the processor must offer that same item again
+    (Jet's contract); offering another item first raises ProcessorContractError, because the
+    refused item would otherwise be silently lost on a real cluster.
+    """
+
+    def __init__(self, capacities: Sequence[int], snapshot_capacity: int = 1024) -> None:
+        if any(c < 1 for c in capacities) or snapshot_capacity < 1:
+            raise ValueError(f"bucket capacities must be >= 1, got {list(capacities)}")
+        self.capacities = list(capacities)
+        self.buckets: list[deque[Any]] = [deque() for _ in capacities]
+        self.snapshot_capacity = snapshot_capacity
+        self.snapshot_bucket: deque[tuple[Any, Any]] = deque()
+        self.owner = "processor"
+        """Named in contract errors; the runtime sets it to the vertex and processor index."""
+        self._all_ordinals = tuple(range(len(capacities)))
+        self._unfinished: Any = _NOTHING
+        self._accepted: set[int] = set()
+        self._unfinished_snapshot: Any = _NOTHING
+
+    def offer(self, item: Any, ordinal: Ordinals = None) -> bool:
+        """Adds `item` to the bucket(s); False when a bucket is full (offer it again later)."""
+        if self._unfinished is not _NOTHING and not _same_item(item, self._unfinished):
+            self._raise_different_item(item, self._unfinished)
+        if type(ordinal) is int:
+            bucket = self.buckets[ordinal]
+            if len(bucket) >= self.capacities[ordinal]:
+                self._unfinished = item
+                return False
+            bucket.append(item)
+            self._unfinished = _NOTHING
+            return True
+        ordinals = self._all_ordinals if ordinal is None else tuple(ordinal)
+        return self._offer_to_many(item, ordinals)
+
+    def _offer_to_many(self, item: Any, ordinals: tuple[int, ...]) -> bool:
+        accepted = self._accepted
+        refused = False
+        for o in ordinals:
+            if o in accepted:
+                continue
+            bucket = self.buckets[o]
+            if len(bucket) >= self.capacities[o]:
+                refused = True
+            else:
+                bucket.append(item)
+                accepted.add(o)
+        if refused:
+            self._unfinished = item
+            return False
+        accepted.clear()
+        self._unfinished = _NOTHING
+        return True
+
+    def offer_to_snapshot(self, key: Any, value: Any) -> bool:
+        """Adds a state entry to the snapshot bucket; False when it is full."""
+        entry = (key, value)
+        pending = self._unfinished_snapshot
+        if pending is not _NOTHING and not _same_item(entry, pending):
+            self._raise_different_item(entry, pending, "snapshot ")
+        if len(self.snapshot_bucket) >= self.snapshot_capacity:
+            self._unfinished_snapshot = entry
+            return False
+        self.snapshot_bucket.append(entry)
+        self._unfinished_snapshot = _NOTHING
+        return True
+
+    def has_unfinished_item(self) -> bool:
+        """True when the last offer was refused and the processor still owes it."""
+        return self._unfinished is not _NOTHING or self._unfinished_snapshot is not _NOTHING
+
+    def bucket_count(self) -> int:
+        """The number of outbound ordinals."""
+        return len(self.buckets)
+
+    def is_full(self, ordinal: int) -> bool:
+        """True when the bucket of `ordinal` would refuse an item."""
+        return len(self.buckets[ordinal]) >= self.capacities[ordinal]
+
+    def _raise_different_item(self, item: Any, pending: Any, kind: str = "") -> None:
+        raise ProcessorContractError(
+            f"{self.owner} offered {kind}item {item!r} while the earlier offer of {pending!r} was "
+            "refused by a full outbox; it must offer that same item again (after returning from "
+            "the callback) before any other, or the refused item is lost"
+        )
+
+    def __repr__(self) -> str:
+        return f"OutboxImpl(buckets={[list(b) for b in self.buckets]!r})"

@@ -1,0 +1,70 @@
+"""Bytes for whatever leaves a processor's memory: items crossing members, snapshot state.
+
+A batch is msgpack when every item round-trips exactly through it (scalars and tuples of them,
+the common case of words and (key, value) pairs), and pickle (protocol 5) otherwise, so a list
+never comes back as a tuple and no object is silently changed. The first byte says which.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable
+from typing import Any
+
+import msgpack
+
+_MSGPACK = b"M"
+_PICKLE = b"P"
+_SCALARS = frozenset({str, bytes, float, bool, type(None)})
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def _is_msgpack_exact(item: Any) -> bool:
+    """True when msgpack (unpacked with use_list=False) gives back an equal item of equal types."""
+    kind = type(item)
+    if kind in _SCALARS:
+        return True
+    if kind is int:
+        return _INT_MIN <= item <= _INT_MAX
+    if kind is tuple:
+        return all(_is_msgpack_exact(x) for x in item)
+    return False
+
+
+def encode_batch(items: Iterable[Any]) -> bytes:
+    """Encodes a batch of items; raises TypeError naming the first item that cannot be encoded."""
+    items = list(items)
+    if all(_is_msgpack_exact(item) for item in items):
+        return _MSGPACK + msgpack.packb(items, use_bin_type=True)
+    try:
+        return _PICKLE + pickle.dumps(items, protocol=5)
+    except (pickle.PicklingError, TypeError, AttributeError) as error:
+        culprit = next((i for i in items if not _picklable(i)), None)
+        raise TypeError(
+            f"cannot serialize item of type {type(culprit).__name__} ({culprit!r:.80}): items "
+            "that leave a processor (distributed edges, snapshots) must be msgpack scalars/tuples "
+            f"or picklable objects ({error})"
+        ) from error
+
+
+def decode_batch(data: bytes) -> list[Any]:
+    """Decodes what `encode_batch` produced."""
+    kind, payload = data[:1], memoryview(data)[1:]
+    if kind == _MSGPACK:
+        return list(msgpack.unpackb(payload, use_list=False, raw=False, strict_map_key=False))
+    if kind == _PICKLE:
+        return pickle.loads(payload)
+    raise ValueError(f"not a jetspark batch (leading byte {bytes(kind)!r})")
+
+
+def roundtrip(item: Any) -> Any:
+    """The item as another process would see it after serialization."""
+    return decode_batch(encode_batch([item]))[0]
+
+
+def _picklable(item: Any) -> bool:
+    try:
+        pickle.dumps(item, protocol=5)
+    except Exception:
+        return False
+    return True
