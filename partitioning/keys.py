@@ -14,7 +14,7 @@ _FIX = (
 
 
 class UnpartitionableKeyError(TypeError):
-    """A key that cannot be hashed to the same partition in every process; routing code catches it."""
+    """A key no process can map to one agreed partition; a TypeError that routing code can catch."""
 
 
 def normalise_key(key: object) -> object:

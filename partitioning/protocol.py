@@ -18,7 +18,7 @@ class Partitioner(Protocol):
 
 
 def is_deterministic_across_processes(partitioner: Partitioner) -> bool:
-    """Tell whether ``partitioner`` gives every Python process the same ids (distributed edges need it).
+    """Tell whether ``partitioner`` gives every process the same ids, as distributed edges need.
 
     A partitioner declares this with a ``deterministic_across_processes`` attribute; a custom
     partitioner that declares nothing is trusted to be deterministic.
