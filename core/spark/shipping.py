@@ -1,0 +1,40 @@
+"""Shipping jetspark to executors as a zipped py-file, so workers need no jetspark install."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+from pyspark import SparkContext
+
+_SUBPACKAGES = ("core", "edges", "partitioning", "processors")
+
+
+def _source_root() -> Path:
+    """The folder holding core/, edges/, ...: the repository, or site-packages/jetspark."""
+    import jetspark.core
+
+    return Path(jetspark.core.__file__).resolve().parent.parent
+
+
+def build_zip(target_dir: str | None = None) -> str:
+    """Writes jetspark's Python sources into a zip laid out as the `jetspark` package."""
+    root = _source_root()
+    handle, path = tempfile.mkstemp(prefix="jetspark-", suffix=".zip", dir=target_dir)
+    os.close(handle)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for folder in _SUBPACKAGES:
+            base = root / folder
+            for source in sorted(base.rglob("*.py")):
+                archive.write(source, f"jetspark/{folder}/{source.relative_to(base)}")
+    return path
+
+
+def ship_package(context: SparkContext) -> None:
+    """Adds the jetspark zip to the context once; executors put it on their sys.path."""
+    if getattr(context, "_jetspark_shipped", False):
+        return
+    context.addPyFile(build_zip())
+    context._jetspark_shipped = True  # type: ignore[attr-defined]
