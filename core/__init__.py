@@ -20,14 +20,21 @@ _EXPORTS = {
     "DAG": "dag",
     "Vertex": "dag",
     "DagValidationError": "errors",
+    "JobCancelledError": "errors",
+    "JobFailedError": "errors",
     "ProcessorContractError": "errors",
+    "UnsupportedOperationError": "errors",
     "ArrayDequeInbox": "inbox",
     "Inbox": "inbox",
+    "Job": "job",
+    "JobStatus": "job",
+    "LocalEngine": "local_engine",
     "Outbox": "outbox",
     "OutboxImpl": "outbox",
     "Processor": "processor",
     "ProcessorMetaSupplier": "suppliers",
     "ProcessorSupplier": "suppliers",
+    "Stores": "stores",
     "Traverser": "traverser",
     "IDLE_MESSAGE": "watermark",
     "Watermark": "watermark",
@@ -58,10 +65,19 @@ if TYPE_CHECKING:
         ProcessorSupplierContext,
     )
     from jetspark.core.dag import DAG, Vertex
-    from jetspark.core.errors import DagValidationError, ProcessorContractError
+    from jetspark.core.errors import (
+        DagValidationError,
+        JobCancelledError,
+        JobFailedError,
+        ProcessorContractError,
+        UnsupportedOperationError,
+    )
     from jetspark.core.inbox import ArrayDequeInbox, Inbox
+    from jetspark.core.job import Job, JobStatus
+    from jetspark.core.local_engine import LocalEngine
     from jetspark.core.outbox import Outbox, OutboxImpl
     from jetspark.core.processor import Processor
+    from jetspark.core.stores import Stores
     from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
     from jetspark.core.traverser import Traverser
     from jetspark.core.watermark import IDLE_MESSAGE, Watermark

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from jetspark.core.context import Context
+from jetspark.core.errors import UnsupportedOperationError
 from jetspark.core.inbox import ArrayDequeInbox, Inbox
 from jetspark.core.outbox import Ordinals, Outbox
 from jetspark.core.processor import Processor
@@ -33,9 +34,9 @@ class AbstractProcessor(Processor):
         self.context = context
         self.logger = context.logger
         self._pending_item: Any = _NOTHING
-        self._pending_source: Any = None
-        self._pending_traverser: Traverser | None = None
         self._pending_snapshot_item: Any = _NOTHING
+        # the plain iterable being emitted and its traverser, per kind (items, snapshot entries)
+        self._iterable_traversers: dict[bool, tuple[Any, Traverser]] = {}
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         """Feeds items to the ordinal's try-method, removing each one only after it returned True."""
@@ -87,7 +88,7 @@ class AbstractProcessor(Processor):
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         """The catch-all for items of any ordinal; override it or a `try_processN`."""
-        raise TypeError(
+        raise UnsupportedOperationError(
             f"{type(self).__name__} received item {item!r} on inbound ordinal {ordinal} but "
             f"overrides neither try_process{ordinal}(item) nor try_process_item(ordinal, item)"
         )
@@ -104,7 +105,7 @@ class AbstractProcessor(Processor):
         Call it again with the same traverser after False; the refused item is kept and resent.
         A plain iterable works too, as long as the same object is passed on every retry.
         """
-        source = self._traverser_for(traverser)
+        source = self._traverser_for(traverser, snapshot=False)
         offer = self.outbox.offer
         item = self._pending_item
         if item is _NOTHING:
@@ -115,16 +116,20 @@ class AbstractProcessor(Processor):
                 return False
             item = source.next()
         self._pending_item = _NOTHING
+        self._iterable_traversers.pop(False, None)
         return True
 
-    def _traverser_for(self, source: Traverser | Iterable[Any]) -> Traverser:
+    def _traverser_for(self, source: Traverser | Iterable[Any], snapshot: bool) -> Traverser:
+        """`source` itself, or the traverser kept for a plain iterable until it is exhausted.
+
+        Forgotten once exhausted, so a list emitted again (refilled, say) starts from its head.
+        """
         if isinstance(source, Traverser):
             return source
-        if source is not self._pending_source:
-            self._pending_source = source
-            self._pending_traverser = as_traverser(source)
-        assert self._pending_traverser is not None
-        return self._pending_traverser
+        kept = self._iterable_traversers.get(snapshot)
+        if kept is None or kept[0] is not source:
+            kept = self._iterable_traversers[snapshot] = (source, as_traverser(source))
+        return kept[1]
 
     def try_emit_to_snapshot(self, key: Any, value: Any) -> bool:
         """Offers a state entry to the snapshot; False means stop and return from the callback."""
@@ -132,7 +137,7 @@ class AbstractProcessor(Processor):
 
     def emit_from_traverser_to_snapshot(self, traverser: Traverser | Iterable[Any]) -> bool:
         """Offers `(key, value)` entries to the snapshot until refused (False) or exhausted (True)."""
-        source = self._traverser_for(traverser)
+        source = self._traverser_for(traverser, snapshot=True)
         entry = self._pending_snapshot_item
         if entry is _NOTHING:
             entry = source.next()
@@ -143,6 +148,7 @@ class AbstractProcessor(Processor):
                 return False
             entry = source.next()
         self._pending_snapshot_item = _NOTHING
+        self._iterable_traversers.pop(True, None)
         return True
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
@@ -153,7 +159,7 @@ class AbstractProcessor(Processor):
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         """Restores one state entry saved by this processor's `save_to_snapshot`."""
-        raise TypeError(
+        raise UnsupportedOperationError(
             f"{type(self).__name__} was given snapshot entry {key!r} to restore but does not "
             "override restore_from_snapshot_entry(key, value)"
         )

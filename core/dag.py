@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,9 +57,7 @@ class DAG:
         self._vertices: dict[str, Vertex] = {}
         self._edges: list[Edge] = []
 
-    def new_vertex(
-        self, name: str, supplier: Any, local_parallelism: int | None = None
-    ) -> Vertex:
+    def new_vertex(self, name: str, supplier: Any, local_parallelism: int | None = None) -> Vertex:
         """Creates and adds a vertex; `supplier` is a processor factory, supplier or meta-supplier."""
         vertex = Vertex(name, supplier, -1 if local_parallelism is None else local_parallelism)
         return self.vertex(vertex)
@@ -120,18 +119,21 @@ class DAG:
 
     def vertices(self) -> list[Vertex]:
         """All vertices in topological order (ties in insertion order); raises on a cycle."""
-        indegree = {name: 0 for name in self._vertices}
+        position = {name: i for i, name in enumerate(self._vertices)}
+        indegree = dict.fromkeys(self._vertices, 0)
         for e in self._edges:
             indegree[e.dest_name] += 1  # type: ignore[index]
-        ready = [name for name, degree in indegree.items() if degree == 0]
+        # a heap of insertion positions: among the ready vertices, the earliest added goes first
+        ready = [position[name] for name, degree in indegree.items() if degree == 0]
+        names = list(self._vertices)
         order: list[Vertex] = []
         while ready:
-            name = ready.pop(0)
+            name = names[heapq.heappop(ready)]
             order.append(self._vertices[name])
             for e in self.outbound_edges(name):
                 indegree[e.dest_name] -= 1  # type: ignore[index]
                 if indegree[e.dest_name] == 0:  # type: ignore[index]
-                    ready.append(e.dest_name)  # type: ignore[arg-type]
+                    heapq.heappush(ready, position[e.dest_name])  # type: ignore[index]
         if len(order) < len(self._vertices):
             raise DagValidationError(f"the DAG has a cycle: {' -> '.join(self._find_cycle())}")
         return order
@@ -142,8 +144,14 @@ class DAG:
             raise DagValidationError("the DAG has no vertices")
         for vertex in self._vertices.values():
             _check_local_parallelism(vertex.get_local_parallelism(), vertex.name)
-            self._check_ordinals(vertex.name, "inbound", [e.dest_ordinal for e in self.inbound_edges(vertex.name)])
-            self._check_ordinals(vertex.name, "outbound", [e.source_ordinal for e in self.outbound_edges(vertex.name)])
+            self._check_ordinals(
+                vertex.name, "inbound", [e.dest_ordinal for e in self.inbound_edges(vertex.name)]
+            )
+            self._check_ordinals(
+                vertex.name,
+                "outbound",
+                [e.source_ordinal for e in self.outbound_edges(vertex.name)],
+            )
         self.vertices()
         for edge in self._edges:
             _check_edge(edge)
@@ -169,7 +177,7 @@ class DAG:
                 nxt = e.dest_name
                 assert nxt is not None
                 if state.get(nxt) == 1:
-                    return [*path[path.index(nxt):], nxt]
+                    return [*path[path.index(nxt) :], nxt]
                 if nxt not in state and (found := visit(nxt)):
                     return found
             state[name] = 2
@@ -200,7 +208,9 @@ class DAG:
             ]
             if e.is_distributed:
                 attributes.append("style=bold")
-            lines.append(f"  {_quote(e.source_name)} -> {_quote(e.dest_name or '')} [{', '.join(attributes)}];")
+            lines.append(
+                f"  {_quote(e.source_name)} -> {_quote(e.dest_name or '')} [{', '.join(attributes)}];"
+            )
         lines.append("}")
         return "\n".join(lines)
 
@@ -221,7 +231,11 @@ def _check_edge(edge: Edge) -> None:
         if edge.key_fn is None:
             raise DagValidationError(f"{edge}: partitioned routing needs a key function")
         deterministic = getattr(edge.partitioner, "deterministic_across_processes", True)
-        if edge.is_distributed and not deterministic and not edge.allows_nondeterministic_partitioner:
+        if (
+            edge.is_distributed
+            and not deterministic
+            and not edge.allows_nondeterministic_partitioner
+        ):
             raise DagValidationError(
                 f"{edge}: the partitioner {edge.partitioner!r} is not deterministic across "
                 "processes (Python's hash() of str/bytes is randomised per worker process), so "

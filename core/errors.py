@@ -13,3 +13,65 @@ class ProcessorContractError(RuntimeError):
 
 class UnsupportedOperationError(RuntimeError):
     """A callback was invoked that the processor does not implement."""
+
+
+class JobFailedError(RuntimeError):
+    """A job failed; names the vertex, the global processor index and the callback at fault.
+
+    Raised `from` the original exception, so its traceback stays in `__cause__`. Attributes that do
+    not apply (a meta-supplier has no processor index) are None.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        vertex_name: str | None = None,
+        processor_index: int | None = None,
+        callback: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.vertex_name = vertex_name
+        self.processor_index = processor_index
+        self.callback = callback
+
+    @classmethod
+    def caused_by(
+        cls,
+        cause: BaseException,
+        *,
+        vertex_name: str | None,
+        processor_index: int | None = None,
+        callback: str,
+    ) -> JobFailedError:
+        """The error reporting `cause`, raised in `callback` of the given vertex and processor."""
+        where = f"vertex '{vertex_name}'" if vertex_name is not None else "the job"
+        if processor_index is not None:
+            where += f", processor #{processor_index}"
+        return cls(
+            f"{where} failed in {callback}: {type(cause).__name__}: {cause}",
+            vertex_name=vertex_name,
+            processor_index=processor_index,
+            callback=callback,
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickles with its attributes, so the error survives a trip between processes."""
+        return (
+            _rebuild_job_failed_error,
+            (type(self), str(self), self.vertex_name, self.processor_index, self.callback),
+        )
+
+
+def _rebuild_job_failed_error(
+    cls: type[JobFailedError],
+    message: str,
+    vertex_name: str | None,
+    processor_index: int | None,
+    callback: str | None,
+) -> JobFailedError:
+    return cls(message, vertex_name=vertex_name, processor_index=processor_index, callback=callback)
+
+
+class JobCancelledError(RuntimeError):
+    """The job was cancelled with `Job.cancel()`; `join()` raises it."""

@@ -48,13 +48,20 @@ def encode_batch(items: Iterable[Any]) -> bytes:
 
 
 def decode_batch(data: bytes) -> list[Any]:
-    """Decodes what `encode_batch` produced."""
+    """Decodes what `encode_batch` produced; raises ValueError when `data` is not such a batch."""
     kind, payload = data[:1], memoryview(data)[1:]
-    if kind == _MSGPACK:
-        return list(msgpack.unpackb(payload, use_list=False, raw=False, strict_map_key=False))
-    if kind == _PICKLE:
-        return pickle.loads(payload)
-    raise ValueError(f"not a jetspark batch (leading byte {bytes(kind)!r})")
+    if kind not in (_MSGPACK, _PICKLE):
+        raise ValueError(f"not a jetspark batch (leading byte {bytes(kind)!r})")
+    try:
+        if kind == _MSGPACK:
+            items = msgpack.unpackb(payload, use_list=False, raw=False, strict_map_key=False)
+        else:
+            items = pickle.loads(payload)
+    except (ValueError, EOFError, pickle.UnpicklingError, msgpack.UnpackException) as error:
+        raise ValueError(f"corrupt jetspark batch ({type(error).__name__}: {error})") from error
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"corrupt jetspark batch: holds a {type(items).__name__}, not a batch")
+    return list(items)
 
 
 def roundtrip(item: Any) -> Any:

@@ -10,8 +10,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jetspark.core.errors import DagValidationError
 from jetspark.core.context import ProcessorMetaSupplierContext, ProcessorSupplierContext
+from jetspark.core.errors import DagValidationError
 from jetspark.core.processor import Processor
 
 ProcessorFn = Callable[[], Processor]
@@ -125,9 +125,16 @@ def as_meta_supplier(supplier: Any, vertex_name: str) -> ProcessorMetaSupplier:
         return supplier
     if isinstance(supplier, ProcessorSupplier):
         return ProcessorMetaSupplier.of(supplier)
-    if isinstance(supplier, type) and issubclass(supplier, (ProcessorSupplier, ProcessorMetaSupplier)):
+    if isinstance(supplier, type) and issubclass(
+        supplier, (ProcessorSupplier, ProcessorMetaSupplier)
+    ):
         raise DagValidationError(
             f"vertex '{vertex_name}': pass an instance of {supplier.__name__}, not the class"
+        )
+    if isinstance(supplier, Processor):
+        raise DagValidationError(
+            f"vertex '{vertex_name}': got a Processor instance ({type(supplier).__name__}); every "
+            "processor needs its own instance, so pass the class or a lambda returning a new one"
         )
     if callable(supplier):
         if not _accepts_no_arguments(supplier):

@@ -110,7 +110,7 @@ class Edge:
 
     def priority(self, priority: int) -> Edge:
         """Edges with lower numbers are consumed completely before those with higher ones."""
-        if not isinstance(priority, int):
+        if not isinstance(priority, int) or isinstance(priority, bool):
             raise DagValidationError(f"{self}: priority must be an int, got {priority!r}")
         self._priority = priority
         return self
@@ -150,7 +150,9 @@ class Edge:
 
 def _check_ordinal(ordinal: Any, end: str) -> int:
     if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
-        raise DagValidationError(f"the {end} ordinal of an edge must be an int >= 0, got {ordinal!r}")
+        raise DagValidationError(
+            f"the {end} ordinal of an edge must be an int >= 0, got {ordinal!r}"
+        )
     return ordinal
 
 

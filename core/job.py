@@ -1,0 +1,85 @@
+"""Job: a submitted DAG's handle, to wait for it, cancel it and read its status and metrics."""
+
+from __future__ import annotations
+
+import enum
+import threading
+
+from jetspark.core.errors import JobCancelledError
+from jetspark.core.runtime.member import MemberRuntime
+from jetspark.core.runtime.metrics import JobMetrics
+
+
+class JobStatus(enum.Enum):
+    """Where a job is in its life."""
+
+    NOT_STARTED = "not_started"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the job has ended, one way or another."""
+        return self in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class Job:
+    """A running or finished job; an engine creates it and drives it on its own thread."""
+
+    def __init__(self, job_id: int, name: str | None) -> None:
+        self.id = job_id
+        self.name = name if name is not None else f"job-{job_id}"
+        self.cancel_event = threading.Event()
+        """Set by `cancel()`; the engine's runtime checks it every round."""
+        self._status = JobStatus.NOT_STARTED
+        self._ended = threading.Event()
+        self._error: BaseException | None = None
+        self._runtime: MemberRuntime | None = None
+
+    @property
+    def status(self) -> JobStatus:
+        """The current status."""
+        return self._status
+
+    @property
+    def metrics(self) -> JobMetrics:
+        """A snapshot of the per-processor and per-edge metrics, during or after the run."""
+        runtime = self._runtime
+        return runtime.metrics() if runtime is not None else JobMetrics()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Waits for the job to end; raises its JobFailedError or JobCancelledError.
+
+        Raises TimeoutError if it is still running after `timeout` seconds (None: no limit).
+        """
+        if not self._ended.wait(timeout):
+            raise TimeoutError(f"{self.name} is still {self._status.value} after {timeout} s")
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        """Asks the job to stop; `join()` then raises JobCancelledError. No-op once it ended."""
+        if not self._ended.is_set():
+            self.cancel_event.set()
+
+    def mark_running(self, runtime: MemberRuntime | None = None) -> None:
+        """Engine side: the job is running (on `runtime`, once built)."""
+        self._status = JobStatus.RUNNING
+        if runtime is not None:
+            self._runtime = runtime
+
+    def mark_ended(self, error: BaseException | None) -> None:
+        """Engine side: the job ended, successfully when `error` is None."""
+        self._error = error
+        if error is None:
+            self._status = JobStatus.COMPLETED
+        elif isinstance(error, JobCancelledError):
+            self._status = JobStatus.CANCELLED
+        else:
+            self._status = JobStatus.FAILED
+        self._ended.set()
+
+    def __repr__(self) -> str:
+        return f"Job({self.id}, {self.name!r}, {self._status.name})"

@@ -1,0 +1,145 @@
+"""Tests of jetspark.core.serialization: items come back exactly as they left, whichever codec."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import fractions
+import math
+from collections import OrderedDict, namedtuple
+
+import pytest
+
+from jetspark.core.serialization import decode_batch, encode_batch, roundtrip
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    y: int
+
+
+Pair = namedtuple("Pair", "key value")
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Word(str):
+    pass
+
+
+def assert_identical(actual, expected):
+    """Equal, with the same type at every level (a list is not a tuple, True is not 1)."""
+    assert type(actual) is type(expected)
+    if isinstance(expected, float) and math.isnan(expected):
+        assert math.isnan(actual)
+    elif isinstance(expected, float):
+        assert (actual, math.copysign(1, actual)) == (expected, math.copysign(1, expected))
+    elif isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected, strict=True):
+            assert_identical(a, e)
+    else:
+        assert actual == expected
+
+
+MSGPACK_ITEMS = [
+    "word",
+    "",
+    "naïve ünïcode ✓",
+    b"\x00\xffbytes",
+    b"",
+    0,
+    -1,
+    2**63 - 1,
+    -(2**63),
+    2**64 - 1,
+    1.5,
+    -0.0,
+    float("inf"),
+    float("nan"),
+    True,
+    False,
+    None,
+    (),
+    ("word", 1),
+    (1, (2.5, (b"x", None, (True,))), "deep"),
+]
+
+PICKLE_ITEMS = [
+    [1, "a"],
+    [],
+    ([1], 2),
+    {"a": 1, "b": [2]},
+    {(1, "a"): {2, 3}},
+    {1, 2, 3},
+    frozenset({"x"}),
+    Point(1, 2),
+    Pair("k", 1),
+    Colour.RED,
+    Word("subclassed str"),
+    fractions.Fraction(1, 3),
+    OrderedDict(a=1),
+    bytearray(b"ab"),
+    2**64,
+    -(2**63) - 1,
+    2**200,
+    -(2**100),
+    (1, 2**70),
+]
+
+
+@pytest.mark.parametrize("item", MSGPACK_ITEMS, ids=repr)
+def test_scalars_and_tuples_take_msgpack_and_come_back_exactly(item):
+    assert encode_batch([item])[:1] == b"M"
+    assert_identical(roundtrip(item), item)
+
+
+@pytest.mark.parametrize("item", PICKLE_ITEMS, ids=repr)
+def test_everything_else_takes_pickle_and_comes_back_equal_and_of_the_same_type(item):
+    assert encode_batch([item])[:1] == b"P"
+    assert_identical(roundtrip(item), item)
+
+
+@pytest.mark.parametrize("item", [2**64, 2**64 + 1, -(2**63) - 1, 10**40], ids=repr)
+def test_ints_beyond_64_bits_survive(item):
+    assert_identical(roundtrip(item), item)
+    assert_identical(roundtrip((item, "key")), (item, "key"))
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [[], MSGPACK_ITEMS, PICKLE_ITEMS, [("k", 1), ["k", 1], ("k", 1)]],
+    ids=["empty", "msgpack", "pickle", "mixed"],
+)
+def test_a_batch_round_trips_in_order(batch):
+    decoded = decode_batch(encode_batch(iter(batch)))
+    assert isinstance(decoded, list)
+    assert_identical(decoded, list(batch))
+
+
+def generator():
+    yield 1
+
+
+@pytest.mark.parametrize(
+    ("item", "type_name"),
+    [(lambda: 1, "function"), (generator(), "generator"), ([1, lambda: 2], "list")],
+    ids=["lambda", "generator", "lambda in a list"],
+)
+def test_an_unserializable_item_raises_type_error_naming_its_type(item, type_name):
+    with pytest.raises(TypeError, match=f"cannot serialize item of type {type_name} ") as raised:
+        encode_batch(["fine", item, ("also", "fine")])
+    assert "picklable" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"X123", b"M", b"M\xc1", b"M\x92", b"M\x05", b"P", b"Pgarbage", b"P\x80\x05K"],
+    ids=repr,
+)
+def test_decoding_garbage_raises_value_error(data):
+    with pytest.raises(ValueError, match="jetspark batch"):
+        decode_batch(data)
