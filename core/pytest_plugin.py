@@ -16,12 +16,6 @@ from typing import Any
 import pytest
 
 SPARK_MASTER = "local[2]"
-_SPARK_SETTINGS = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,15 +55,16 @@ def _java_available() -> bool:
 
 def _spark_context() -> tuple[Any, bool]:
     """The active SparkContext if there is one (not ours to stop), else a new test context."""
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
+
+    from jetspark.core.spark.session import local_conf
 
     active = SparkContext._active_spark_context
     if active is not None:
         return active, False
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = SparkConf().setMaster(SPARK_MASTER).setAppName("jetspark-tests")
-    conf.setAll(list(_SPARK_SETTINGS.items()))
+    conf = local_conf(SPARK_MASTER, "jetspark-tests").set("spark.ui.showConsoleProgress", "false")
     context = SparkContext(conf=conf)
     context.setLogLevel("ERROR")
     return context, True
