@@ -29,5 +29,17 @@ class Stores:
         with self._lock:
             return self._maps.setdefault(name, {})
 
+    def get_rdd_sink(self, name: str) -> list[Any]:
+        """Where an RDD sink writes; on an in-process engine simply the list called `name`."""
+        return self.get_list(name)
+
+    def contents(self) -> dict[str, dict[str, Any]]:
+        """The non-empty lists and maps, for shipping into the tasks of a Spark job."""
+        with self._lock:
+            return {
+                "lists": {name: list(items) for name, items in self._lists.items() if items},
+                "maps": {name: dict(entries) for name, entries in self._maps.items() if entries},
+            }
+
     def __repr__(self) -> str:
         return f"Stores(lists={sorted(self._lists)}, maps={sorted(self._maps)})"

@@ -1,1 +1,5 @@
-"""Placeholder package, filled in by its own issue."""
+"""The Spark engine: a DAG translated onto Spark RDD stages (imports pyspark)."""
+
+from jetspark.core.spark.engine import SparkEngine, SparkJob
+
+__all__ = ["SparkEngine", "SparkJob"]

@@ -1,0 +1,204 @@
+"""SparkEngine: runs a DAG on Spark, one `mapPartitionsWithIndex` task per member and stage."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import pickle
+import sys
+from typing import Any
+
+from pyspark import RDD, InheritableThread, SparkContext, StorageLevel
+
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
+from jetspark.core.errors import JobCancelledError, JobFailedError
+from jetspark.core.job import Job
+from jetspark.core.runtime.metrics import JobMetrics
+from jetspark.core.runtime.plan import JobPlan, plan_job
+from jetspark.core.serialization import decode_batch
+from jetspark.core.spark.explain import explain_plan
+from jetspark.core.spark.failures import failure_facts
+from jetspark.core.spark.metrics import merge_metrics
+from jetspark.core.spark.records import LIST, MAP, METRICS, RESULT
+from jetspark.core.spark.records import RDD as RDD_KIND
+from jetspark.core.spark.session import spark_context_of
+from jetspark.core.spark.shipping import ship_package
+from jetspark.core.spark.stages import StagePlan, plan_stages
+from jetspark.core.spark.translate import Translation, translate
+from jetspark.core.stores import Stores
+
+_log = logging.getLogger("jetspark.spark")
+_job_ids = itertools.count(1)
+
+
+class SparkJob(Job):
+    """A job running on Spark: the Job API, plus `rdd(name)` for RDD sinks."""
+
+    def __init__(self, job_id: int, name: str | None, context: SparkContext) -> None:
+        super().__init__(job_id, name)
+        self.group = f"jetspark-{job_id}"
+        self._context = context
+        self._metrics = JobMetrics()
+        self._final: RDD | None = None
+
+    @property
+    def metrics(self) -> JobMetrics:
+        """Per-processor and per-edge metrics, merged from every task once the job ended."""
+        return self._metrics
+
+    def cancel(self) -> None:
+        """Cancels the job's Spark jobs; `join()` then raises JobCancelledError."""
+        if not self._ended.is_set():
+            self.cancel_event.set()
+            self._context.cancelJobGroup(self.group)
+
+    def rdd(self, name: str) -> RDD:
+        """The items the job's `write_rdd_p(name)` sink received, as an RDD (nothing collected).
+
+        Available once the job completed; the job's output is persisted, so reading it does
+        not run the job again.
+        """
+        self.join()
+        assert self._final is not None
+        return self._final.filter(
+            lambda r: r[1][0] == RESULT and r[1][1:3] == (RDD_KIND, name)
+        ).flatMap(lambda r: decode_batch(r[1][3]))
+
+
+class SparkEngine:
+    """Runs jobs on Spark: `local[*]` by default, or any Spark cluster through `spark`.
+
+    `spark` is a SparkSession, a SparkContext or None (a quiet local context bound to
+    127.0.0.1 is created). `members` is the number of Spark partitions per stage, default
+    Spark's default parallelism. A vertex with local parallelism -1 gets
+    `default_local_parallelism` processors per member (one: Spark's parallelism is members).
+    """
+
+    def __init__(
+        self, spark: Any = None, members: int | None = None, *, default_local_parallelism: int = 1
+    ) -> None:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        self.context = spark_context_of(spark)
+        self.members = members if members is not None else self.context.defaultParallelism
+        if not isinstance(self.members, int) or self.members < 1:
+            raise ValueError(f"members must be an int >= 1, got {self.members!r}")
+        self.default_local_parallelism = default_local_parallelism
+        self.stores = Stores()
+        """Driver-side named lists and maps: sources ship them into jobs, sinks fill them."""
+        ship_package(self.context)
+
+    def get_list(self, name: str) -> list[Any]:
+        """The driver-side list called `name`."""
+        return self.stores.get_list(name)
+
+    def get_map(self, name: str) -> dict[Any, Any]:
+        """The driver-side dict called `name`."""
+        return self.stores.get_map(name)
+
+    def explain(self, dag: DAG, config: JobConfig | None = None) -> str:
+        """The plan Spark would run for `dag`: stages, shuffles, members, parallelism."""
+        plan = plan_job(dag, config or JobConfig(), self.members, self.default_local_parallelism)
+        stages = plan_stages(dag)
+        parallelism = {name: v.local_parallelism for name, v in plan.vertices.items()}
+        persisted = _persisted_stages(dag, stages)
+        plan.close(None)
+        return explain_plan(dag, stages, self.members, parallelism, persisted.__contains__)
+
+    def new_job(self, dag: DAG, config: JobConfig | None = None) -> SparkJob:
+        """Validates `dag` and starts it on Spark; returns at once."""
+        config = config or JobConfig()
+        dag.validate()
+        job = SparkJob(next(_job_ids), config.name, self.context)
+        thread = InheritableThread(
+            target=self._execute, args=(job, dag, config), name=f"jetspark-{job.name}", daemon=True
+        )
+        thread.start()
+        return job
+
+    def _execute(self, job: SparkJob, dag: DAG, config: JobConfig) -> None:
+        """The job's driver thread: plan, translate, run one Spark action, apply the results."""
+        job.mark_running()
+        error: BaseException | None = None
+        plan: JobPlan | None = None
+        try:
+            plan = plan_job(dag, config, self.members, self.default_local_parallelism)
+            stages = plan_stages(dag)
+            description = f"jetspark {dag.name or job.name}: " + " | ".join(
+                s.name for s in stages.stages
+            )
+            self.context.setJobGroup(job.group, description, interruptOnCancel=True)
+            shipped = self.context.broadcast(self.stores.contents())
+            translation = translate(self.context, dag, plan, stages, shipped)
+            job._final = _final_output(dag, stages, translation)
+            results = job._final.filter(_is_collected_result).collect()
+            job._metrics = self._apply(results)
+        except BaseException as failure:
+            error = _job_error(failure, job)
+        if plan is not None:
+            try:
+                plan.close(error)
+            except BaseException as failure:
+                error = error or failure
+        job.mark_ended(error)
+
+    def _apply(self, results: list[Any]) -> JobMetrics:
+        """Adds sink writes to the driver's stores; returns the merged metrics."""
+        metrics: list[JobMetrics] = []
+        for _member, body in results:
+            _, kind, name, payload, _stage = body
+            if kind == LIST:
+                self.stores.get_list(name).extend(decode_batch(payload))
+            elif kind == MAP:
+                self.stores.get_map(name).update(decode_batch(payload))
+            elif kind == METRICS:
+                metrics.append(pickle.loads(payload))
+        return merge_metrics(metrics)
+
+
+def _is_collected_result(record: Any) -> bool:
+    body = record[1]
+    return body[0] == RESULT and body[1] != RDD_KIND
+
+
+def _persisted_stages(dag: DAG, stages: StagePlan) -> set[int]:
+    """Terminal stages holding an RDD sink: their output serves the job and `job.rdd()`."""
+    return {
+        s.index
+        for s in stages.stages
+        if not stages.consumers(s)
+        and any(getattr(dag.get_vertex(v).meta_supplier, "rdd_sink_name", None) for v in s.vertices)
+    }
+
+
+def _final_output(dag: DAG, stages: StagePlan, translation: Translation) -> RDD:
+    if _persisted_stages(dag, stages):
+        return translation.final.persist(StorageLevel.MEMORY_AND_DISK)
+    return translation.final
+
+
+def _job_error(failure: BaseException, job: SparkJob) -> BaseException:
+    """The error `join()` raises: JobCancelledError, the task's JobFailedError, or a wrapper."""
+    if job.cancel_event.is_set():
+        cancelled = JobCancelledError(f"{job.name} was cancelled")
+        cancelled.__cause__ = failure
+        return cancelled
+    if isinstance(failure, JobFailedError):
+        return failure
+    facts = failure_facts(str(failure))
+    if facts is None:
+        error = JobFailedError(f"{job.name} failed on Spark: {type(failure).__name__}: {failure}")
+    else:
+        error = JobFailedError(
+            f"{facts['message']} (on member {facts['member']})\n"
+            f"--- traceback in the Spark task ---\n{facts['traceback']}",
+            vertex_name=facts["vertex_name"],
+            processor_index=facts["processor_index"],
+            callback=facts["callback"],
+        )
+    error.__cause__ = failure
+    return error
+
+
+__all__ = ["SparkEngine", "SparkJob"]

@@ -1,0 +1,70 @@
+"""What one Spark task runs: the member runtime for one member of one stage."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+from jetspark.core.errors import JobFailedError
+from jetspark.core.runtime.build import build_member
+from jetspark.core.runtime.member import Backoff
+from jetspark.core.runtime.plan import JobPlan
+from jetspark.core.spark.exchange import SparkExchange
+from jetspark.core.spark.failures import task_failure
+from jetspark.core.spark.records import METRICS, result_record
+from jetspark.core.spark.task_stores import TaskStores
+
+
+@dataclasses.dataclass
+class StageTask:
+    """The `mapPartitionsWithIndex` function of a stage: partition index = member index.
+
+    `rdd_source` names the stage's `read_rdd_p` vertex when the task's input is the user's RDD
+    partition rather than shuffle records. `shipped` is the broadcast of the driver's stores.
+    """
+
+    plan: JobPlan
+    stage: int
+    vertices: list[str]
+    heir_of: frozenset[int]
+    shipped: Any = None
+    rdd_source: str | None = None
+
+    def __call__(self, member: int, records: Iterator[Any]) -> Iterator[Any]:
+        """Builds and drives the member runtime, yielding records as it produces them."""
+        rdd_input = None
+        if self.rdd_source is not None:
+            rdd_input, records = records, iter(())
+        shipped = self.shipped.value if self.shipped is not None else None
+        stores = TaskStores(shipped, rdd_input)
+        exchange = SparkExchange(records, self.stage, self.heir_of)
+        plan = dataclasses.replace(self.plan, stores=stores)
+        try:
+            runtime = build_member(plan, [member], self.vertices, exchange=exchange)
+            backoff = Backoff()
+            for progress in runtime.run_iter():
+                if exchange.out:
+                    yield from exchange.take_output()
+                if progress:
+                    backoff.reset()
+                else:
+                    backoff.idle()
+        except JobFailedError as failure:
+            raise task_failure(failure, _facts(failure, member)) from failure
+        yield from exchange.take_output()
+        yield from stores.result_records(member, self.stage)
+        metrics = pickle.dumps(runtime.metrics(), protocol=5)
+        yield result_record(member, self.stage, METRICS, "", metrics)
+
+
+def _facts(failure: JobFailedError, member: int) -> dict[str, Any]:
+    return {
+        "message": str(failure),
+        "vertex_name": failure.vertex_name,
+        "processor_index": failure.processor_index,
+        "callback": failure.callback,
+        "member": member,
+        "cause_type": type(failure.__cause__).__name__ if failure.__cause__ else None,
+    }

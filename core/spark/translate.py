@@ -1,0 +1,154 @@
+"""Turning a job plan into Spark RDDs: one `mapPartitionsWithIndex` per stage, shuffles between.
+
+No processor runs on the driver and no data passes through it between stages: each stage reads
+the shuffled records of the stages before it, and only the terminal stages' results (sink
+writes, metrics) come back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import RDD, SparkContext
+
+from jetspark.core.dag import DAG
+from jetspark.core.errors import DagValidationError
+from jetspark.core.runtime.plan import JobPlan
+from jetspark.core.spark.records import RESULT, member_of_key
+from jetspark.core.spark.stages import Stage, StagePlan
+from jetspark.core.spark.task import StageTask
+
+_FIRST = -(2**63)
+
+
+@dataclass
+class Translation:
+    """The RDDs of a job: each stage's output and the union of the terminal ones."""
+
+    outputs: list[RDD]
+    final: RDD
+    sorted_stages: set[int]
+    """Stages whose input needs Spark's sort to keep edge priorities (see `_stage_input`)."""
+
+
+def rdd_source_of(dag: DAG, vertex: str) -> Any:
+    """The RDD a `read_rdd_p` vertex reads, or None for other vertices."""
+    node = dag.get_vertex(vertex)
+    return getattr(node.meta_supplier, "source_rdd", None) if node is not None else None
+
+
+def translate(
+    sc: SparkContext, dag: DAG, plan: JobPlan, stages: StagePlan, shipped: Any
+) -> Translation:
+    """Builds the RDD lineage of the job (lazily: nothing runs until an action)."""
+    members = plan.member_count
+    heir_of: dict[int, set[int]] = {}
+    for stage in stages.stages:
+        consumers = stages.consumers(stage)
+        if consumers:
+            heir_of.setdefault(consumers[0].index, set()).add(stage.index)
+    outputs: list[RDD] = []
+    shuffled: dict[int, RDD] = {}
+    sorted_stages: set[int] = set()
+    for stage in stages.stages:
+        rdd_source = _rdd_source(dag, stage)
+        if rdd_source is not None:
+            base = _member_partitions(sc, rdd_source[1], members)
+        else:
+            base, needs_sort = _stage_input(sc, stage, stages, shuffled, members)
+            if needs_sort:
+                sorted_stages.add(stage.index)
+        task = StageTask(
+            plan,
+            stage.index,
+            stage.vertices,
+            frozenset(heir_of.get(stage.index, ())),
+            shipped,
+            rdd_source[0] if rdd_source else None,
+        )
+        output = base.mapPartitionsWithIndex(task).setName(stage.name)
+        outputs.append(output)
+        if stages.consumers(stage):
+            shuffled[stage.index] = output.partitionBy(members, member_of_key).setName(
+                f"{stage.name} shuffled"
+            )
+    terminal = [outputs[s.index] for s in stages.stages if not stages.consumers(s)]
+    final = terminal[0] if len(terminal) == 1 else sc.union(terminal)
+    return Translation(outputs, final, sorted_stages)
+
+
+def _rdd_source(dag: DAG, stage: Stage) -> tuple[str, RDD] | None:
+    sources = [(v, rdd) for v in stage.vertices if (rdd := rdd_source_of(dag, v)) is not None]
+    if not sources:
+        return None
+    if len(sources) > 1 or stage.inbound:
+        names = ", ".join(v for v, _ in sources)
+        raise DagValidationError(
+            f"read_rdd_p vertex '{sources[0][0]}' shares a Spark stage ({stage.name}) with "
+            f"{'another RDD source' if len(sources) > 1 else 'shuffled input'} ({names}); "
+            "an RDD source's stage reads the RDD's partitions directly, so connect the vertices "
+            "it shares the stage with through a distributed edge"
+        )
+    return sources[0]
+
+
+def _member_partitions(sc: SparkContext, rdd: RDD, members: int) -> RDD:
+    """`rdd` as exactly `members` partitions without a shuffle: member m reads a share of them."""
+    partitions = rdd.getNumPartitions()
+    if partitions >= members:
+        return rdd.coalesce(members)
+    return sc.union([rdd, sc.parallelize([], members - partitions)])
+
+
+def _stage_input(
+    sc: SparkContext, stage: Stage, stages: StagePlan, shuffled: dict[int, RDD], members: int
+) -> tuple[RDD, bool]:
+    """The shuffled records a stage reads, with edges of lower priority number first.
+
+    When each upstream stage sends edges of one priority, a `union` in priority order is free
+    (co-partitioned inputs stay in order, DESIGN.md); otherwise Spark sorts the records on
+    (member, priority, edge, upstream processor, sequence), which spills instead of buffering.
+    """
+    priorities: dict[int, set[int]] = {}
+    for edge in stage.inbound:
+        priorities.setdefault(stages.stage_of[edge.source_name], set()).add(edge.get_priority())
+    upstream = set(priorities) | {s for s in stages.stage_of.values() if _is_heir(stages, s, stage)}
+    if not upstream:
+        return sc.parallelize([], members), False
+    order = sorted(upstream, key=lambda s: (min(priorities.get(s, {_FIRST})), s))
+    inputs = [shuffled[s] for s in order]
+    union = inputs[0] if len(inputs) == 1 else sc.union(inputs)
+    if _union_keeps_priorities([priorities.get(s, set()) for s in order]):
+        return union, False
+    rank = {stages.edge_id(e): e.get_priority() for e in stage.inbound}
+    return (
+        union.map(lambda record: (_sort_key(record, rank), record[1]))
+        .repartitionAndSortWithinPartitions(members, member_of_key)
+        .map(lambda keyed: (keyed[0][0], keyed[1])),
+        True,
+    )
+
+
+def _is_heir(stages: StagePlan, upstream: int, stage: Stage) -> bool:
+    consumers = stages.consumers(stages.stages[upstream])
+    return bool(consumers) and consumers[0].index == stage.index
+
+
+def _union_keeps_priorities(groups: list[set[int]]) -> bool:
+    """True when inputs in this order deliver every priority after all lower ones."""
+    seen_max = _FIRST
+    for group in groups:
+        if len(group) > 1 or (group and min(group) < seen_max):
+            return False
+        if group:
+            seen_max = max(group)
+    return True
+
+
+def _sort_key(record: tuple[int, tuple[Any, ...]], rank: dict[int, int]) -> tuple[int, ...]:
+    member, body = record
+    if body[0] == RESULT:
+        return (member, _FIRST, 0, 0, 0)
+    edge, _local, upstream, seq, _payload = body
+    return (member, rank.get(edge, 0), edge, upstream, seq)
