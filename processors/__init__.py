@@ -1,1 +1,84 @@
-"""Placeholder package, filled in by its own issue."""
+"""jetspark.processors: the built-in vertex library (Jet's Processors, SourceProcessors,
+SinkProcessors and DiagnosticProcessors, manual §7.3-7.4, §8.2, §8.4-8.8).
+
+Every factory returns something `dag.new_vertex(name, ...)` accepts. Aggregate operations live
+in `jetspark.processors.aggregate`, window and watermark policies in
+`jetspark.processors.windowing`, sources, sinks and peeking wrappers in `.sources`, `.sinks`
+and `.diagnostics` (also re-exported here).
+"""
+
+from __future__ import annotations
+
+from jetspark.processors.aggregation import (
+    accumulate_by_key_p,
+    accumulate_p,
+    aggregate_by_key_p,
+    aggregate_p,
+    combine_by_key_p,
+    combine_p,
+)
+from jetspark.processors.diagnostics import peek_input_p, peek_output_p, peek_snapshot_p
+from jetspark.processors.functions import entry, entry_key, entry_value, whole_item
+from jetspark.processors.insert_watermarks import insert_watermarks_p
+from jetspark.processors.session_window import aggregate_to_session_window_p
+from jetspark.processors.sinks import (
+    write_buffered_p,
+    write_file_p,
+    write_list_p,
+    write_logger_p,
+    write_map_p,
+)
+from jetspark.processors.sliding_window import (
+    accumulate_by_frame_p,
+    aggregate_to_sliding_window_p,
+    combine_to_sliding_window_p,
+)
+from jetspark.processors.sources import generate_p, read_files_p, read_list_p, read_map_p
+from jetspark.processors.transforms import (
+    ContextFactory,
+    filter_p,
+    flat_map_p,
+    flat_map_using_context_p,
+    map_p,
+    map_using_context_p,
+    noop_p,
+)
+from jetspark.processors.wrappers import non_cooperative_p
+
+__all__ = [
+    "ContextFactory",
+    "accumulate_by_frame_p",
+    "accumulate_by_key_p",
+    "accumulate_p",
+    "aggregate_by_key_p",
+    "aggregate_p",
+    "aggregate_to_session_window_p",
+    "aggregate_to_sliding_window_p",
+    "combine_by_key_p",
+    "combine_p",
+    "combine_to_sliding_window_p",
+    "entry",
+    "entry_key",
+    "entry_value",
+    "filter_p",
+    "flat_map_p",
+    "flat_map_using_context_p",
+    "generate_p",
+    "insert_watermarks_p",
+    "map_p",
+    "map_using_context_p",
+    "non_cooperative_p",
+    "noop_p",
+    "peek_input_p",
+    "peek_output_p",
+    "peek_snapshot_p",
+    "read_files_p",
+    "read_list_p",
+    "read_map_p",
+    "whole_item",
+    "write_buffered_p",
+    "write_file_p",
+    "write_list_p",
+    "write_logger_p",
+    "write_map_p",
+]

@@ -1,0 +1,397 @@
+"""AggregateOperation and the built-in operations (Jet's AggregateOperations, manual §7.3).
+
+Accumulators follow Python's value semantics: `accumulate(acc, item)`, `combine(acc, other)` and
+`deduct(acc, other)` return the new accumulator. They may mutate `acc` and return it (lists,
+sets), so plain ints and tuples work as accumulators too; they must never mutate `other`.
+`export(acc)` gives a result and leaves the accumulator usable (sliding windows emit a window and
+keep going); `finish(acc)` gives the final result and may hand out the accumulator itself.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from jetspark.processors.functions import PerOrdinal, whole_item
+
+CreateFn = Callable[[], Any]
+AccumulateFn = Callable[[Any, Any], Any]
+CombineFn = Callable[[Any, Any], Any]
+ResultFn = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class AggregateOperation:
+    """The primitives of an aggregation: create, accumulate (per inbound ordinal), combine,
+    deduct (optional), export and finish.
+
+    Build one with `AggregateOperation.with_create(fn).and_accumulate(fn)...and_export_finish(fn)`.
+    """
+
+    create_fn: CreateFn
+    accumulate_fns: PerOrdinal
+    combine_fn: CombineFn | None = None
+    deduct_fn: CombineFn | None = None
+    export_fn: ResultFn = whole_item
+    finish_fn: ResultFn = whole_item
+
+    def __post_init__(self) -> None:
+        for name in ("create_fn", "export_fn", "finish_fn"):
+            if not callable(getattr(self, name)):
+                raise TypeError(f"AggregateOperation.{name} must be callable")
+        for name in ("combine_fn", "deduct_fn"):
+            fn = getattr(self, name)
+            if fn is not None and not callable(fn):
+                raise TypeError(f"AggregateOperation.{name} must be callable or None")
+
+    @staticmethod
+    def with_create(create_fn: CreateFn) -> AggregateOperationBuilder:
+        """Starts building an operation whose accumulators `create_fn()` makes."""
+        return AggregateOperationBuilder(create_fn)
+
+    @property
+    def arity(self) -> int:
+        """How many accumulate functions were given (1 means one for every inbound ordinal)."""
+        return len(self.accumulate_fns)
+
+    def accumulate_fn(self, ordinal: int = 0) -> AccumulateFn:
+        """The accumulate function for items of inbound edge `ordinal`."""
+        return self.accumulate_fns(ordinal)
+
+    def require_combine(self, purpose: str) -> CombineFn:
+        """The combine function, or a ValueError saying that `purpose` needs one."""
+        if self.combine_fn is None:
+            raise ValueError(f"{purpose} needs an AggregateOperation with a combine function")
+        return self.combine_fn
+
+    def with_identity_finish(self) -> AggregateOperation:
+        """This operation emitting the accumulator itself: the first stage of a two-stage job."""
+        return replace(self, export_fn=whole_item, finish_fn=whole_item)
+
+    def with_combining_accumulate_fn(
+        self, get_acc_fn: Callable[[Any], Any] = whole_item
+    ) -> AggregateOperation:
+        """This operation accumulating items that carry accumulators, by combining them.
+
+        The second stage of a two-stage aggregation receives the first stage's accumulators;
+        `get_acc_fn` extracts the accumulator from each received item.
+        """
+        combine = self.require_combine("the combining stage of a two-stage aggregation")
+        accumulate = _CombiningAccumulate(combine, get_acc_fn)
+        return replace(self, accumulate_fns=PerOrdinal(accumulate, "accumulate fn"))
+
+
+@dataclass(frozen=True)
+class AggregateOperationBuilder:
+    """Collects the primitives of an AggregateOperation; `and_finish`/`and_export_finish` end it."""
+
+    create_fn: CreateFn
+    accumulate_fns: PerOrdinal | None = None
+    combine_fn: CombineFn | None = None
+    deduct_fn: CombineFn | None = None
+    export_fn: ResultFn | None = None
+
+    def and_accumulate(
+        self, accumulate_fns: AccumulateFn | Sequence[AccumulateFn]
+    ) -> AggregateOperationBuilder:
+        """Sets `accumulate(acc, item) -> acc`: one for all inbound ordinals, or one per ordinal."""
+        return replace(self, accumulate_fns=PerOrdinal(accumulate_fns, "accumulate fn"))
+
+    def and_combine(self, combine_fn: CombineFn) -> AggregateOperationBuilder:
+        """Sets `combine(acc, other) -> acc`, merging two partial results."""
+        return replace(self, combine_fn=combine_fn)
+
+    def and_deduct(self, deduct_fn: CombineFn) -> AggregateOperationBuilder:
+        """Sets `deduct(acc, other) -> acc`, undoing an earlier combine (sliding windows use it)."""
+        return replace(self, deduct_fn=deduct_fn)
+
+    def and_export(self, export_fn: ResultFn) -> AggregateOperationBuilder:
+        """Sets `export(acc)`, a result that leaves the accumulator usable."""
+        return replace(self, export_fn=export_fn)
+
+    def and_finish(self, finish_fn: ResultFn) -> AggregateOperation:
+        """Sets `finish(acc)`, the final result, and builds (export defaults to `finish_fn`)."""
+        export_fn = finish_fn if self.export_fn is None else self.export_fn
+        return self._build(export_fn, finish_fn)
+
+    def and_export_finish(self, export_finish_fn: ResultFn) -> AggregateOperation:
+        """Uses one function as both export and finish, and builds the operation."""
+        return self._build(export_finish_fn, export_finish_fn)
+
+    def _build(self, export_fn: ResultFn, finish_fn: ResultFn) -> AggregateOperation:
+        if self.accumulate_fns is None:
+            raise ValueError("call and_accumulate() before finishing an AggregateOperation")
+        return AggregateOperation(
+            self.create_fn,
+            self.accumulate_fns,
+            self.combine_fn,
+            self.deduct_fn,
+            export_fn,
+            finish_fn,
+        )
+
+
+@dataclass(frozen=True)
+class _CombiningAccumulate:
+    """`acc = combine(acc, get_acc(item))`: accumulates an item that carries an accumulator."""
+
+    combine_fn: CombineFn
+    get_acc_fn: Callable[[Any], Any]
+
+    def __call__(self, acc: Any, item: Any) -> Any:
+        return self.combine_fn(acc, self.get_acc_fn(item))
+
+
+def counting() -> AggregateOperation:
+    """Counts the items; the result is an int."""
+    return (
+        AggregateOperation.with_create(int)
+        .and_accumulate(_count_one)
+        .and_combine(operator.add)
+        .and_deduct(operator.sub)
+        .and_export_finish(whole_item)
+    )
+
+
+def summing(value_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+    """Sums `value_fn(item)` over the items (ints stay exact)."""
+    return (
+        AggregateOperation.with_create(int)
+        .and_accumulate(_Summing(value_fn))
+        .and_combine(operator.add)
+        .and_deduct(operator.sub)
+        .and_export_finish(whole_item)
+    )
+
+
+def averaging(value_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+    """The arithmetic mean of `value_fn(item)`; NaN when there were no items."""
+    return (
+        AggregateOperation.with_create(_zero_pair)
+        .and_accumulate(_Averaging(value_fn))
+        .and_combine(_add_tuples)
+        .and_deduct(_sub_tuples)
+        .and_export_finish(_mean)
+    )
+
+
+def min_by(key_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+    """The item with the smallest `key_fn(item)` (the first one on ties); None without items."""
+    return _extreme_by(key_fn, operator.lt)
+
+
+def max_by(key_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+    """The item with the largest `key_fn(item)` (the first one on ties); None without items."""
+    return _extreme_by(key_fn, operator.gt)
+
+
+def to_list() -> AggregateOperation:
+    """All items in a list, in arrival order within each accumulator."""
+    return (
+        AggregateOperation.with_create(list)
+        .and_accumulate(_append)
+        .and_combine(_extend)
+        .and_export(list)
+        .and_finish(whole_item)
+    )
+
+
+def to_set() -> AggregateOperation:
+    """The distinct items in a set."""
+    return (
+        AggregateOperation.with_create(set)
+        .and_accumulate(_add_to_set)
+        .and_combine(_union)
+        .and_export(set)
+        .and_finish(whole_item)
+    )
+
+
+def linear_trend(x_fn: Callable[[Any], Any], y_fn: Callable[[Any], Any]) -> AggregateOperation:
+    """The slope of the least-squares line through the points `(x_fn(item), y_fn(item))`.
+
+    NaN when the slope is undefined (fewer than two distinct x values).
+    """
+    return (
+        AggregateOperation.with_create(_zero_trend)
+        .and_accumulate(_Trend(x_fn, y_fn))
+        .and_combine(_add_tuples)
+        .and_deduct(_sub_tuples)
+        .and_export_finish(_slope)
+    )
+
+
+def all_of(*operations: AggregateOperation) -> AggregateOperation:
+    """Runs several operations at once; the accumulator and the result are tuples, one per op.
+
+    Combine and deduct are available when every operation has them.
+    """
+    if not operations:
+        raise ValueError("all_of() needs at least one AggregateOperation")
+    widest = max(operations, key=lambda op: op.arity)
+    for op in operations:
+        op.accumulate_fns.check_matches(widest.accumulate_fns)
+    combines = [op.combine_fn for op in operations]
+    deducts = [op.deduct_fn for op in operations]
+    return AggregateOperation(
+        _AllOfCreate(operations),
+        PerOrdinal(
+            [
+                _AllOfAccumulate(tuple(op.accumulate_fn(ordinal) for op in operations))
+                for ordinal in range(widest.arity)
+            ],
+            "accumulate fn",
+        ),
+        _Pairwise(tuple(combines)) if None not in combines else None,
+        _Pairwise(tuple(deducts)) if None not in deducts else None,
+        _AllOfResult(tuple(op.export_fn for op in operations)),
+        _AllOfResult(tuple(op.finish_fn for op in operations)),
+    )
+
+
+def _count_one(acc: int, item: Any) -> int:
+    return acc + 1
+
+
+@dataclass(frozen=True)
+class _Summing:
+    value_fn: Callable[[Any], Any]
+
+    def __call__(self, acc: Any, item: Any) -> Any:
+        return acc + self.value_fn(item)
+
+
+def _zero_pair() -> tuple[int, int]:
+    return (0, 0)
+
+
+@dataclass(frozen=True)
+class _Averaging:
+    value_fn: Callable[[Any], Any]
+
+    def __call__(self, acc: tuple[int, Any], item: Any) -> tuple[int, Any]:
+        return (acc[0] + 1, acc[1] + self.value_fn(item))
+
+
+def _add_tuples(acc: tuple[Any, ...], other: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(map(operator.add, acc, other))
+
+
+def _sub_tuples(acc: tuple[Any, ...], other: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(map(operator.sub, acc, other))
+
+
+def _mean(acc: tuple[int, Any]) -> float:
+    count, total = acc
+    return total / count if count else math.nan
+
+
+def _extreme_by(
+    key_fn: Callable[[Any], Any], better: Callable[[Any, Any], bool]
+) -> AggregateOperation:
+    pick = _PickBetter(key_fn, better)
+    return (
+        AggregateOperation.with_create(_none)
+        .and_accumulate(pick)
+        .and_combine(pick)
+        .and_export_finish(whole_item)
+    )
+
+
+def _none() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class _PickBetter:
+    """Keeps `acc` unless `candidate` is strictly better by `key_fn`; None means "nothing yet"."""
+
+    key_fn: Callable[[Any], Any]
+    better: Callable[[Any, Any], bool]
+
+    def __call__(self, acc: Any, candidate: Any) -> Any:
+        if candidate is None:
+            return acc
+        if acc is None or self.better(self.key_fn(candidate), self.key_fn(acc)):
+            return candidate
+        return acc
+
+
+def _append(acc: list[Any], item: Any) -> list[Any]:
+    acc.append(item)
+    return acc
+
+
+def _extend(acc: list[Any], other: list[Any]) -> list[Any]:
+    acc.extend(other)
+    return acc
+
+
+def _add_to_set(acc: set[Any], item: Any) -> set[Any]:
+    acc.add(item)
+    return acc
+
+
+def _union(acc: set[Any], other: set[Any]) -> set[Any]:
+    acc |= other
+    return acc
+
+
+def _zero_trend() -> tuple[int, int, int, int, int]:
+    return (0, 0, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class _Trend:
+    """Accumulates (n, Σx, Σy, Σxy, Σx²)."""
+
+    x_fn: Callable[[Any], Any]
+    y_fn: Callable[[Any], Any]
+
+    def __call__(self, acc: tuple[Any, ...], item: Any) -> tuple[Any, ...]:
+        x, y = self.x_fn(item), self.y_fn(item)
+        n, sx, sy, sxy, sxx = acc
+        return (n + 1, sx + x, sy + y, sxy + x * y, sxx + x * x)
+
+
+def _slope(acc: tuple[Any, ...]) -> float:
+    n, sx, sy, sxy, sxx = acc
+    denominator = n * sxx - sx * sx
+    return (n * sxy - sx * sy) / denominator if denominator else math.nan
+
+
+@dataclass(frozen=True)
+class _AllOfCreate:
+    operations: tuple[AggregateOperation, ...]
+
+    def __call__(self) -> tuple[Any, ...]:
+        return tuple(op.create_fn() for op in self.operations)
+
+
+@dataclass(frozen=True)
+class _AllOfAccumulate:
+    fns: tuple[AccumulateFn, ...]
+
+    def __call__(self, acc: tuple[Any, ...], item: Any) -> tuple[Any, ...]:
+        return tuple(fn(a, item) for fn, a in zip(self.fns, acc, strict=True))
+
+
+@dataclass(frozen=True)
+class _Pairwise:
+    """Applies one combine/deduct function per slot of two tuple accumulators."""
+
+    fns: tuple[CombineFn, ...]
+
+    def __call__(self, acc: tuple[Any, ...], other: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(fn(a, b) for fn, a, b in zip(self.fns, acc, other, strict=True))
+
+
+@dataclass(frozen=True)
+class _AllOfResult:
+    fns: tuple[ResultFn, ...]
+
+    def __call__(self, acc: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(fn(a) for fn, a in zip(self.fns, acc, strict=True))

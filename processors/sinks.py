@@ -1,0 +1,239 @@
+"""Sinks: the engine's named lists and maps, files, the log, and buffered custom sinks.
+
+The list, map, logger and buffered sinks keep no state between `process()` calls, so they have
+nothing to snapshot; under at-least-once, items replayed after a restart are written again
+(the list gets duplicates, the map is overwritten with the same values).
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from typing import IO, Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import Context
+from jetspark.core.inbox import Inbox
+from jetspark.core.outbox import Outbox
+from jetspark.core.suppliers import ProcessorFn
+from jetspark.processors.functions import drain, engine_stores, entry_key, entry_value
+from jetspark.processors.snapshots import ProcessorState
+
+_FILE = ProcessorState("file_sink")
+
+
+class WriteListP(AbstractProcessor):
+    """Appends every item to the engine's named list."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        engine_stores(self.context).get_list(self._name).extend(drain(inbox))
+
+
+class WriteMapP(AbstractProcessor):
+    """Puts every `(key, value)` item (or window result, by its key) into the named map."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        target = engine_stores(self.context).get_map(self._name)
+        for item in drain(inbox):
+            target[entry_key(item)] = entry_value(item)
+
+
+def write_list_p(name: str) -> ProcessorFn:
+    """Appends the items to the engine's named list."""
+    return lambda: WriteListP(name)
+
+
+def write_map_p(name: str) -> ProcessorFn:
+    """Puts the `(key, value)` items into the engine's named map."""
+    return lambda: WriteMapP(name)
+
+
+class WriteFileP(AbstractProcessor):
+    """Writes `to_string(item)` lines to its own file, `<directory>/<global processor index>`.
+
+    The lines go to a hidden temporary file in the same directory, renamed to the final name
+    when the processor completes, so readers never see a half-written file and a failed or
+    retried task leaves none (with `append`, the final file's old content is copied first).
+    Non-cooperative (blocking I/O).
+
+    Snapshot: the temporary file is flushed to disk and its name and length saved (under a
+    broadcast key tagged with the processor index); the same processor restored at the same
+    parallelism truncates that file to the saved length and continues it. A temporary file named
+    in a snapshot is kept when the job fails, for the restart to continue. At-least-once: lines
+    written after the snapshot are cut off on restore, and replayed items written again.
+    """
+
+    def __init__(
+        self, directory: str, to_string: Callable[[Any], str], charset: str, append: bool
+    ) -> None:
+        self._directory = directory
+        self._to_string = to_string
+        self._append = append
+        self._final_path = ""
+        self._temp_path = ""
+        self._file: IO[bytes] | None = None
+        self._encoder = codecs.getincrementalencoder(charset)()
+        self._snapshotted = False
+        self._completed = False
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        os.makedirs(self._directory, exist_ok=True)
+        self._final_path = os.path.join(self._directory, str(context.global_processor_index))
+
+    def _open(self) -> IO[bytes]:
+        if self._file is None:
+            name = os.path.basename(self._final_path)
+            self._temp_path = os.path.join(self._directory, f".{name}.{uuid.uuid4().hex}.tmp")
+            if self._append and os.path.exists(self._final_path):
+                shutil.copyfile(self._final_path, self._temp_path)
+            self._file = open(self._temp_path, "ab")  # noqa: SIM115 (closed in complete/close)
+            self._continue_encoding(self._file)
+        return self._file
+
+    def _continue_encoding(self, file: IO[bytes]) -> None:
+        """After existing content, an encoder with a byte-order mark must not write it again."""
+        if file.tell() > 0:
+            self._encoder.setstate(0)
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        file = self._open()
+        to_string = self._to_string
+        file.write(self._encoder.encode("".join(to_string(item) + "\n" for item in drain(inbox))))
+
+    def complete(self) -> bool:
+        self._open().close()
+        self._file = None
+        os.replace(self._temp_path, self._final_path)
+        self._completed = True
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        if self._completed:
+            return True
+        file = self._open()
+        file.flush()
+        os.fsync(file.fileno())
+        self._snapshotted = True
+        state = (self._temp_path, file.tell())
+        return self.try_emit_to_snapshot(*_FILE.entry(self.context, state))
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        saved = _FILE.saved(key, value)
+        if not ProcessorState.is_own(self.context, saved):
+            return
+        temp_path, length = saved.value
+        if not os.path.exists(temp_path):
+            raise FileNotFoundError(
+                f"vertex '{self.context.vertex_name}': the temporary file {temp_path!r} named "
+                "in the snapshot is gone, so the lines written before the snapshot are lost"
+            )
+        self._temp_path = temp_path
+        self._file = open(temp_path, "r+b")  # noqa: SIM115 (closed in complete/close)
+        self._file.truncate(length)
+        self._file.seek(length)
+        self._continue_encoding(self._file)
+        self._snapshotted = True
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            if not self._snapshotted and os.path.exists(self._temp_path):
+                os.remove(self._temp_path)
+
+
+def write_file_p(
+    directory: str,
+    to_string: Callable[[Any], str] = str,
+    charset: str = "utf-8",
+    append: bool = False,
+) -> ProcessorFn:
+    """Writes `to_string(item)` lines to one file per processor in `directory`, atomically."""
+    return lambda: WriteFileP(directory, to_string, charset, append)
+
+
+class WriteLoggerP(AbstractProcessor):
+    """Logs `to_string(item)` at INFO on the vertex's logger."""
+
+    def __init__(self, to_string: Callable[[Any], str]) -> None:
+        self._to_string = to_string
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        logger, to_string = self.logger, self._to_string
+        enabled = logger.isEnabledFor(logging.INFO)
+        for item in drain(inbox):
+            if enabled:
+                logger.info("%s", to_string(item))
+
+
+def write_logger_p(to_string: Callable[[Any], str] = str) -> ProcessorFn:
+    """A sink that logs each item at INFO level (for development and diagnostics)."""
+    return lambda: WriteLoggerP(to_string)
+
+
+class WriteBufferedP(AbstractProcessor):
+    """Adds the items of each inbox to a buffer, then flushes it; destroys the buffer on close.
+
+    The buffer is flushed at the end of every `process()` call, so nothing is pending between
+    calls and there is no state to snapshot. Non-cooperative (flushing usually blocks).
+    """
+
+    def __init__(
+        self,
+        create_fn: Callable[[Context], Any],
+        add_fn: Callable[[Any, Any], None],
+        flush_fn: Callable[[Any], None],
+        destroy_fn: Callable[[Any], None] | None,
+    ) -> None:
+        self._create_fn = create_fn
+        self._add_fn = add_fn
+        self._flush_fn = flush_fn
+        self._destroy_fn = destroy_fn
+        self._buffer: Any = None
+        self._created = False
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._buffer = self._create_fn(context)
+        self._created = True
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        add, buffer = self._add_fn, self._buffer
+        for item in drain(inbox):
+            add(buffer, item)
+        self._flush_fn(buffer)
+
+    def close(self) -> None:
+        if self._created and self._destroy_fn is not None:
+            self._destroy_fn(self._buffer)
+        self._created = False
+
+
+def write_buffered_p(
+    create_fn: Callable[[Context], Any],
+    add_fn: Callable[[Any, Any], None],
+    flush_fn: Callable[[Any], None],
+    destroy_fn: Callable[[Any], None] | None = None,
+) -> ProcessorFn:
+    """A custom sink from primitives: `create_fn(processor_context)` makes a buffer,
+    `add_fn(buffer, item)` adds an item, `flush_fn(buffer)` writes the buffered items out after
+    each batch, `destroy_fn(buffer)` releases it at the end of the job.
+    """
+    return lambda: WriteBufferedP(create_fn, add_fn, flush_fn, destroy_fn)

@@ -1,0 +1,179 @@
+"""Stateless transforms: map, filter, flat-map (optionally using a context object), and no-op.
+
+None of these processors has state, so there is nothing to snapshot: after a restart they
+simply transform whatever the upstream replays (under at-least-once, possibly an item twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import Context
+from jetspark.core.inbox import Inbox
+from jetspark.core.outbox import Outbox
+from jetspark.core.processor import Processor
+from jetspark.core.suppliers import ProcessorFn
+from jetspark.core.traverser import Traverser
+from jetspark.processors.functions import NOTHING, drain
+from jetspark.processors.wrappers import ProcessorWrapper
+
+FlatMapFn = Callable[[Any], Traverser | Iterable[Any] | None]
+
+
+class MapP(AbstractProcessor):
+    """Emits `fn(item)` for each item to every outbound edge; a None result emits nothing."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self._fn = fn
+        self._pending: Any = NOTHING
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        fn = self._fn
+        offer = self.outbox.offer
+        result = self._pending
+        while (item := inbox.peek()) is not None:
+            if result is NOTHING:
+                result = fn(item)
+            if result is not None and not offer(result):
+                self._pending = result
+                return
+            result = NOTHING
+            inbox.remove()
+        self._pending = NOTHING
+
+
+@dataclass(frozen=True)
+class _KeepIf:
+    """The item if `predicate(item)` holds, else None: filtering expressed as a map."""
+
+    predicate: Callable[[Any], Any]
+
+    def __call__(self, item: Any) -> Any:
+        return item if self.predicate(item) else None
+
+
+class FlatMapP(AbstractProcessor):
+    """Emits every item of the traverser or iterable `fn(item)` returns (None: no items)."""
+
+    def __init__(self, fn: FlatMapFn) -> None:
+        self._flat_mapper = self.flat_mapper(fn)
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        return self._flat_mapper.try_process(item)
+
+
+def map_p(fn: Callable[[Any], Any]) -> ProcessorFn:
+    """Emits `fn(item)` for each item; items mapped to None are dropped."""
+    return lambda: MapP(fn)
+
+
+def filter_p(predicate: Callable[[Any], Any]) -> ProcessorFn:
+    """Emits the items for which `predicate(item)` is true."""
+    keep_if = _KeepIf(predicate)
+    return lambda: MapP(keep_if)
+
+
+def flat_map_p(fn: FlatMapFn) -> ProcessorFn:
+    """Emits all items of the traverser or iterable `fn(item)` returns, in order."""
+    return lambda: FlatMapP(fn)
+
+
+@dataclass(frozen=True)
+class ContextFactory:
+    """Makes a per-processor context object that cannot be shipped with the DAG (a formatter, a
+    client connection, ...): `create_fn(processor_context)` in init, `destroy_fn(ctx)` in close.
+
+    `non_cooperative()` marks the processors using it as non-cooperative (blocking calls).
+    """
+
+    create_fn: Callable[[Context], Any]
+    destroy_fn: Callable[[Any], None] | None = None
+    cooperative: bool = True
+
+    def non_cooperative(self) -> ContextFactory:
+        """A copy whose processors run on their own threads, free to block."""
+        return replace(self, cooperative=False)
+
+
+class _ContextBound:
+    """`fn(ctx, item)` called as `bound(item)`, with `ctx` made by a ContextFactory on `open`."""
+
+    def __init__(self, factory: ContextFactory, fn: Callable[[Any, Any], Any]) -> None:
+        self.factory = factory
+        self._fn = fn
+        self._ctx: Any = NOTHING
+
+    def open(self, context: Context) -> None:
+        """Creates the context object for the processor of `context`."""
+        self._ctx = self.factory.create_fn(context)
+
+    def __call__(self, item: Any) -> Any:
+        return self._fn(self._ctx, item)
+
+    def close(self) -> None:
+        """Destroys the context object, if one was created."""
+        destroy = self.factory.destroy_fn
+        if destroy is not None and self._ctx is not NOTHING:
+            destroy(self._ctx)
+        self._ctx = NOTHING
+
+
+class UsingContextP(ProcessorWrapper):
+    """Runs a processor whose function takes a context object: opens it before the wrapped
+    processor's init and closes it after its close; cooperative as the factory says.
+    """
+
+    def __init__(self, wrapped: Processor, bound: _ContextBound) -> None:
+        super().__init__(wrapped)
+        self._bound = bound
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        self._bound.open(context)
+        super().init(outbox, context)
+
+    def is_cooperative(self) -> bool:
+        return self._bound.factory.cooperative
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._bound.close()
+
+
+def _using_context(
+    factory: ContextFactory,
+    fn: Callable[[Any, Any], Any],
+    processor_type: Callable[[Callable[[Any], Any]], Processor],
+) -> Processor:
+    bound = _ContextBound(factory, fn)
+    return UsingContextP(processor_type(bound), bound)
+
+
+def map_using_context_p(
+    context_factory: ContextFactory, map_fn: Callable[[Any, Any], Any]
+) -> ProcessorFn:
+    """Emits `map_fn(ctx, item)` per item (None: dropped); `ctx` comes from `context_factory`."""
+    return lambda: _using_context(context_factory, map_fn, MapP)
+
+
+def flat_map_using_context_p(
+    context_factory: ContextFactory, flat_map_fn: Callable[[Any, Any], Any]
+) -> ProcessorFn:
+    """Emits the items of `flat_map_fn(ctx, item)`; `ctx` comes from `context_factory`."""
+    return lambda: _using_context(context_factory, flat_map_fn, FlatMapP)
+
+
+class NoopP(AbstractProcessor):
+    """Consumes and discards every item."""
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        drain(inbox)
+
+
+def noop_p() -> ProcessorFn:
+    """A processor that swallows its input and emits nothing (a sink for unused edges)."""
+    return NoopP
