@@ -27,13 +27,20 @@ from jetspark.processors.sinks import (
     write_list_p,
     write_logger_p,
     write_map_p,
+    write_rdd_p,
 )
 from jetspark.processors.sliding_window import (
     accumulate_by_frame_p,
     aggregate_to_sliding_window_p,
     combine_to_sliding_window_p,
 )
-from jetspark.processors.sources import generate_p, read_files_p, read_list_p, read_map_p
+from jetspark.processors.sources import (
+    generate_p,
+    read_files_p,
+    read_list_p,
+    read_map_p,
+    read_rdd_p,
+)
 from jetspark.processors.transforms import (
     ContextFactory,
     filter_p,
@@ -75,10 +82,12 @@ __all__ = [
     "read_files_p",
     "read_list_p",
     "read_map_p",
+    "read_rdd_p",
     "whole_item",
     "write_buffered_p",
     "write_file_p",
     "write_list_p",
     "write_logger_p",
     "write_map_p",
+    "write_rdd_p",
 ]

@@ -12,14 +12,14 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
-from jetspark.core.suppliers import ProcessorFn
+from jetspark.core.suppliers import ProcessorFn, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.processors.functions import drain, engine_stores, entry_key, entry_value
 from jetspark.processors.snapshots import ProcessorState
 
@@ -237,3 +237,30 @@ def write_buffered_p(
     each batch, `destroy_fn(buffer)` releases it at the end of the job.
     """
     return lambda: WriteBufferedP(create_fn, add_fn, flush_fn, destroy_fn)
+
+
+class WriteRddP(AbstractProcessor):
+    """Keeps every item for `job.rdd(name)` (on LocalEngine: the named list)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        engine_stores(self.context).get_rdd_sink(self._name).extend(drain(inbox))
+
+
+class WriteRddMetaSupplier(ProcessorMetaSupplier):
+    """The supplier of `write_rdd_p`; `rdd_sink_name` tells SparkEngine to keep its output."""
+
+    def __init__(self, name: str) -> None:
+        self.rdd_sink_name = name
+
+    def get(self, member_indexes: Sequence[int]) -> Callable[[int], ProcessorSupplier]:
+        """The same supplier on every member."""
+        supplier = ProcessorSupplier.of(lambda: WriteRddP(self.rdd_sink_name))
+        return lambda member_index: supplier
+
+
+def write_rdd_p(name: str) -> WriteRddMetaSupplier:
+    """A sink whose items `SparkJob.rdd(name)` returns as an RDD, without collecting them."""
+    return WriteRddMetaSupplier(name)

@@ -250,3 +250,45 @@ def generate_p(count: int, map_fn: Callable[[int], Any] = whole_item) -> Generat
     if count < 0:
         raise ValueError(f"count must not be negative, got {count}")
     return GenerateMetaSupplier(count, map_fn)
+
+
+class ReadRddMetaSupplier(ProcessorMetaSupplier):
+    """Feeds an existing PySpark RDD into a vertex (`read_rdd_p`).
+
+    On SparkEngine the vertex's stage reads the RDD's partitions directly: member m's task gets
+    a share of them, coalesced without a shuffle, and nothing passes through the driver. The RDD
+    itself stays on the driver (it is dropped when the supplier is pickled into tasks). On
+    LocalEngine the RDD is read through `toLocalIterator()` by processor 0.
+    """
+
+    def __init__(self, rdd: Any) -> None:
+        self.source_rdd = rdd
+
+    def preferred_local_parallelism(self) -> int:
+        """One reader per member: the task's partition iterator cannot be shared."""
+        return 1
+
+    def get(self, member_indexes: Sequence[int]) -> Callable[[int], ProcessorSupplier]:
+        """The same supplier on every member; each processor reads what its task was given."""
+        supplier = ProcessorSupplier.of(lambda: SourceP(self._items))
+        return lambda member_index: supplier
+
+    def _items(self, context: Context) -> Iterable[Any]:
+        task_input = getattr(context.stores, "rdd_input", None)
+        if task_input is not None:
+            return task_input if context.local_processor_index == 0 else ()
+        if self.source_rdd is None:
+            raise RuntimeError(
+                f"vertex '{context.vertex_name}': read_rdd_p has no RDD here; it runs on "
+                "SparkEngine (which hands each task its partitions) or on LocalEngine in the "
+                "driver process"
+            )
+        return self.source_rdd.toLocalIterator() if context.global_processor_index == 0 else ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "source_rdd": None}
+
+
+def read_rdd_p(rdd: Any) -> ReadRddMetaSupplier:
+    """Emits the items of a PySpark RDD; on Spark each member reads its share of the partitions."""
+    return ReadRddMetaSupplier(rdd)
