@@ -1,0 +1,218 @@
+"""The driver of a member's tasklets: cooperative ones round-robin, the rest on threads (§7.6)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from functools import partial
+
+from jetspark.core.errors import JobCancelledError
+from jetspark.core.runtime.closing import CloseStep, close_all
+from jetspark.core.runtime.exchange import Exchange
+from jetspark.core.runtime.metrics import JobMetrics, collect_metrics
+from jetspark.core.runtime.plan import EdgePlan
+from jetspark.core.runtime.tasklet import DONE, ProcessorTasklet, Tasklet
+from jetspark.core.suppliers import ProcessorSupplier
+
+MIN_BACKOFF_SECONDS = 0.000_01
+MAX_BACKOFF_SECONDS = 0.001
+
+
+class Backoff:
+    """Sleeps when nothing progressed: short at first, doubling, capped at 1 ms (§7.6.4)."""
+
+    __slots__ = ("_delay",)
+
+    def __init__(self) -> None:
+        self._delay = MIN_BACKOFF_SECONDS
+
+    def idle(self) -> None:
+        """Sleeps the current delay and doubles it (up to the cap)."""
+        time.sleep(self._delay)
+        self._delay = min(self._delay * 2, MAX_BACKOFF_SECONDS)
+
+    def reset(self) -> None:
+        """Back to the shortest delay, after progress."""
+        self._delay = MIN_BACKOFF_SECONDS
+
+
+class MemberRuntime:
+    """Runs the tasklets `build_member` made until all are done, then closes everything.
+
+    Drive it with `run()` (blocking, with backoff), or step by step with `run_iter()`, a
+    generator yielding after every round whether anything progressed, so a Spark task can
+    interleave rounds with handing on records and pulling input. Either way the end is the
+    same: non-cooperative threads are stopped and joined (waiting `stop_timeout` seconds at
+    most in all), every processor's `close()` runs, then every supplier's `close(error)`.
+    """
+
+    def __init__(
+        self,
+        tasklets: Sequence[Tasklet],
+        suppliers: Sequence[tuple[str, ProcessorSupplier]],
+        *,
+        edges: Sequence[EdgePlan],
+        exchange: Exchange | None,
+        slow_callback_millis: float | None = None,
+        cancel_event: threading.Event | None = None,
+        stop_timeout: float = 5.0,
+    ) -> None:
+        self.tasklets = list(tasklets)
+        self._suppliers = list(suppliers)
+        self._edges = list(edges)
+        self._exchange = exchange
+        self._slow = slow_callback_millis / 1000 if slow_callback_millis is not None else None
+        self._cancel = cancel_event if cancel_event is not None else threading.Event()
+        self._stop_timeout = stop_timeout
+        self._cooperative: list[Tasklet] = []
+        self._threads: list[tuple[threading.Thread, Tasklet]] = []
+        self._stopping = False
+        self._thread_error: BaseException | None = None
+
+    def cancel(self) -> None:
+        """Asks the runtime to stop; the driving call raises JobCancelledError at its next round."""
+        self._cancel.set()
+
+    def run(self) -> None:
+        """Drives the tasklets to the end on this thread, sleeping briefly when nothing moves."""
+        backoff = Backoff()
+        for progress in self.run_iter():
+            if progress:
+                backoff.reset()
+            else:
+                backoff.idle()
+
+    def run_iter(self) -> Iterator[bool]:
+        """Starts the tasklets, then yields after each round whether it made progress.
+
+        Returns when all tasklets are done; raises JobFailedError or JobCancelledError. Closing
+        the generator early (a killed Spark task) stops and closes everything as well.
+        """
+        error: BaseException | None = None
+        try:
+            self._start()
+            while True:
+                progress = self.step()
+                if self._finished():
+                    break
+                yield progress
+        except BaseException as failure:
+            error = failure
+            raise
+        finally:
+            self._shutdown(error)
+
+    def step(self) -> bool:
+        """One round over the cooperative tasklets; True if any made progress."""
+        if self._cancel.is_set():
+            raise JobCancelledError("the job was cancelled")
+        if self._thread_error is not None:
+            raise self._thread_error
+        tasklets = self._cooperative
+        slow = self._slow
+        progress = 0
+        finished: list[Tasklet] = []
+        for tasklet in tasklets:
+            result = tasklet.call() if slow is None else self._timed_call(tasklet, slow)
+            progress |= result
+            if result == DONE:
+                finished.append(tasklet)
+        if finished:
+            self._cooperative = [t for t in tasklets if t not in finished]
+        return bool(progress)
+
+    def metrics(self) -> JobMetrics:
+        """A snapshot of the processors' and edges' counters; callable from any thread."""
+        traffic = self._exchange.traffic() if self._exchange is not None else {}
+        processors = [t for t in self.tasklets if isinstance(t, ProcessorTasklet)]
+        return collect_metrics(processors, self._edges, traffic)
+
+    def _timed_call(self, tasklet: Tasklet, limit: float) -> int:
+        start = time.perf_counter()
+        result = tasklet.call()
+        took = time.perf_counter() - start
+        if took > limit:
+            tasklet.logger.warning(
+                "%s: cooperative callback %s took %.1f ms (limit %.1f ms); a cooperative "
+                "processor should return within about a millisecond",
+                tasklet.name,
+                tasklet.callback,
+                took * 1000,
+                limit * 1000,
+            )
+        return result
+
+    def _start(self) -> None:
+        for tasklet in self.tasklets:
+            tasklet.init()
+        for tasklet in self.tasklets:
+            if tasklet.is_cooperative():
+                self._cooperative.append(tasklet)
+            else:
+                thread = threading.Thread(
+                    target=self._run_on_thread,
+                    args=(tasklet,),
+                    name=f"jetspark-{tasklet.name}",
+                    daemon=True,
+                )
+                self._threads.append((thread, tasklet))
+                thread.start()
+
+    def _run_on_thread(self, tasklet: Tasklet) -> None:
+        backoff = Backoff()
+        try:
+            while not self._stopping:
+                result = tasklet.call()
+                if result == DONE:
+                    return
+                if result:
+                    backoff.reset()
+                else:
+                    backoff.idle()
+        except BaseException as error:
+            if self._thread_error is None:
+                self._thread_error = error
+
+    def _finished(self) -> bool:
+        if self._cooperative or any(thread.is_alive() for thread, _ in self._threads):
+            return False
+        if self._thread_error is not None:
+            raise self._thread_error
+        return True
+
+    def _shutdown(self, error: BaseException | None) -> None:
+        self._stopping = True
+        deadline = time.monotonic() + self._stop_timeout
+        stuck = set()
+        for thread, tasklet in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                stuck.add(id(tasklet))
+                tasklet.logger.warning(
+                    "%s: still inside %s %.1f s after the job stopped; its thread is left "
+                    "running and the processor is not closed",
+                    tasklet.name,
+                    tasklet.callback,
+                    self._stop_timeout,
+                )
+        steps: list[CloseStep] = [
+            (_vertex_of(t), _index_of(t), "close", t.close)
+            for t in self.tasklets
+            if id(t) not in stuck
+        ]
+        if isinstance(error, GeneratorExit):
+            error = JobCancelledError("the driving generator was closed before the job ended")
+        steps += [
+            (vertex, None, "ProcessorSupplier.close", partial(supplier.close, error))
+            for vertex, supplier in self._suppliers
+        ]
+        close_all(steps, error)
+
+
+def _vertex_of(tasklet: Tasklet) -> str:
+    return getattr(tasklet, "vertex_name", tasklet.name)
+
+
+def _index_of(tasklet: Tasklet) -> int | None:
+    return getattr(tasklet, "index", None)

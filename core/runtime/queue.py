@@ -1,0 +1,68 @@
+"""The bounded queue between one upstream and one downstream processor of an edge (manual §7.7)."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+
+class _DoneItem:
+    """The type of DONE_ITEM; pickles back to the one instance, so identity tests keep working."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "DONE_ITEM"
+
+    def __repr__(self) -> str:
+        return "DONE_ITEM"
+
+
+DONE_ITEM = _DoneItem()
+"""The last entry an upstream processor puts in each of its queues: it will send nothing more."""
+
+
+class Queue:
+    """A FIFO of entries: a list is a chunk of items, anything else one control entry.
+
+    Control entries (watermarks, DONE_ITEM) travel in order with the items, but the consumer
+    tests the type once per chunk, never per item. The capacity counts items plus control
+    entries; the producer pushes only what `room()` allows, which is the backpressure.
+
+    One producer and one consumer may sit on different threads: each counter has one writer,
+    deque appends and pops are atomic, and the producer counts before appending while the consumer
+    counts after removing, so `size()` can only overestimate for a moment.
+    """
+
+    __slots__ = ("capacity", "chunks", "popped", "pushed")
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"queue capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self.chunks: deque[Any] = deque()
+        self.pushed = 0
+        """Items and control entries ever pushed; written by the producer only."""
+        self.popped = 0
+        """Items and control entries ever removed; written by the consumer only."""
+
+    def room(self) -> int:
+        """How many more items (or control entries) the queue accepts now."""
+        return self.capacity - self.pushed + self.popped
+
+    def size(self) -> int:
+        """Items and control entries waiting."""
+        return self.pushed - self.popped
+
+    def push(self, chunk: list[Any]) -> None:
+        """Appends a chunk of items; the caller keeps `len(chunk) <= room()`, never mutates it."""
+        self.pushed += len(chunk)
+        self.chunks.append(chunk)
+
+    def push_control(self, entry: Any) -> None:
+        """Appends one control entry (a watermark, DONE_ITEM); it takes one unit of room."""
+        self.pushed += 1
+        self.chunks.append(entry)
+
+    def __repr__(self) -> str:
+        return f"Queue(size={self.size()}, capacity={self.capacity})"

@@ -1,0 +1,257 @@
+"""Tasklets: what the driver calls round-robin; ProcessorTasklet drives one processor (§7.6.5)."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Sequence
+from typing import Protocol
+
+from jetspark.core.context import Context
+from jetspark.core.errors import JobFailedError
+from jetspark.core.processor import Processor
+from jetspark.core.runtime.coalescer import WatermarkCoalescer
+from jetspark.core.runtime.inbound import InboundStream
+from jetspark.core.runtime.outbox import TaskletOutbox
+from jetspark.core.runtime.queue import DONE_ITEM
+from jetspark.core.watermark import IDLE_MESSAGE
+from jetspark.edges.routing import Router
+
+NO_PROGRESS = 0
+"""`call()` result: nothing moved; when no tasklet makes progress the driver backs off."""
+MADE_PROGRESS = 1
+"""`call()` result: something moved or changed state."""
+DONE = 3
+"""`call()` result: the tasklet has finished (which is progress too: `DONE & MADE_PROGRESS`)."""
+
+_IDLE_TIMESTAMP = IDLE_MESSAGE.timestamp
+
+
+class Tasklet(Protocol):
+    """A unit of cooperative work (§7.6.2); `call()` returns NO_PROGRESS, MADE_PROGRESS or DONE."""
+
+    name: str
+    """Names the tasklet in logs and thread names."""
+    logger: logging.Logger
+    callback: str
+    """The callback running or last run, named in slow-callback warnings."""
+
+    def init(self) -> None:
+        """Prepares the tasklet, on the driver thread, before any call."""
+        ...
+
+    def is_cooperative(self) -> bool:
+        """False puts the tasklet on a thread of its own."""
+        ...
+
+    def call(self) -> int:
+        """Does a small amount of work and reports on it."""
+        ...
+
+    def close(self) -> None:
+        """Releases resources at the end of the job (after success, failure or cancellation)."""
+        ...
+
+
+class ProcessorTasklet:
+    """Drives one processor through Jet's callbacks, one callback per `call()`.
+
+    The state machine: inbound edges are consumed by priority group (a group's edges must all be
+    exhausted, with `complete_edge` called for each, before the next group's items are drained);
+    within a group the edges take turns. An empty inbox gets `try_process()` first (when the
+    processor overrides it). A risen coalesced watermark goes to `try_process_watermark` once
+    the inbox is empty and is then forwarded through the outbox (IDLE_MESSAGE is forwarded
+    without the call). With every edge done, `complete()` runs until True (sources start here),
+    then DONE_ITEM goes to every outbound queue. After every call the outbox drains into the
+    routers. Snapshot barriers will be one more control entry: the inbound drain hands them to
+    an aligner beside the coalescer, and a snapshot state sits between the states below.
+    """
+
+    def __init__(
+        self,
+        processor: Processor,
+        context: Context,
+        outbox: TaskletOutbox,
+        streams: Sequence[InboundStream],
+        routers: Sequence[Router],
+        coalescer: WatermarkCoalescer,
+        edge_names: Sequence[str],
+        retain_watermarks: bool = False,
+    ) -> None:
+        self.processor = processor
+        self.context = context
+        self.outbox = outbox
+        self.streams = list(streams)
+        self.routers = list(routers)
+        self.coalescer = coalescer
+        self.vertex_name = context.vertex_name
+        self.index = context.global_processor_index
+        self.name = f"{self.vertex_name}#{self.index}"
+        self.logger = context.logger
+        self.callback = "init"
+        self.initialized = False
+        self.cooperative = True
+        self.last_received_wm: int | None = None
+        self._edge_names = list(edge_names)
+        self._retain = retain_watermarks
+        priorities = sorted({stream.priority for stream in self.streams})
+        self._groups = deque(
+            [s for s in self.streams if s.priority == priority] for priority in priorities
+        )
+        self._group: list[InboundStream] = []
+        self._cursor = -1
+        self._stream: InboundStream | None = None
+        self._completing: InboundStream | None = None
+        self._routers_left = list(self.routers)
+        self._state = self._process_inbound
+        self._process = processor.process
+        self._complete = processor.complete
+        overrides_try_process = type(processor).try_process is not Processor.try_process
+        self._try_process = processor.try_process if overrides_try_process else None
+
+    def init(self) -> None:
+        """Calls `processor.init(outbox, context)`."""
+        self.initialized = True
+        try:
+            self.processor.init(self.outbox, self.context)
+            self.cooperative = bool(self.processor.is_cooperative())
+        except Exception as error:
+            raise self._failure(error) from error
+
+    def is_cooperative(self) -> bool:
+        """What the processor said after `init`."""
+        return self.cooperative
+
+    def call(self) -> int:
+        """Runs one step of the state machine, then drains the outbox into the routers."""
+        try:
+            result = self._state()
+            self.callback = "routing"
+            if self.outbox.drain_to(self.routers):
+                result |= MADE_PROGRESS
+        except Exception as error:
+            raise self._failure(error) from error
+        return result
+
+    def close(self) -> None:
+        """Calls `processor.close()`."""
+        self.callback = "close"
+        self.processor.close()
+
+    def _failure(self, error: Exception) -> JobFailedError:
+        callback = self.callback
+        if callback == "routing":
+            callback = f"routing to edge {self._edge_names[self.outbox.routing_ordinal]}"
+        return JobFailedError.caused_by(
+            error, vertex_name=self.vertex_name, processor_index=self.index, callback=callback
+        )
+
+    def _process_inbound(self) -> int:
+        stream = self._stream
+        if stream is not None:
+            if stream.inbox.queue:
+                return self._deliver(stream)
+            if stream.done:
+                self._stream = None
+                self._completing = stream
+                self._state = self._complete_edge
+                return MADE_PROGRESS
+        coalescer = self.coalescer
+        if coalescer.pending is not None:
+            self._state = self._process_watermark
+            return MADE_PROGRESS
+        if not self._group:
+            if self._groups:
+                self._group = self._groups.popleft()
+            else:
+                self._state = self._complete_all
+            return MADE_PROGRESS
+        if self._try_process is not None:
+            self.callback = "try_process"
+            if not self._try_process():
+                return NO_PROGRESS
+        if self._retain:
+            coalescer.check_retention()
+            if coalescer.pending is not None:
+                return MADE_PROGRESS
+        stream = self._fill()
+        if stream is None:
+            return NO_PROGRESS
+        self._stream = stream
+        if stream.inbox.queue:
+            return self._deliver(stream)
+        return MADE_PROGRESS
+
+    def _fill(self) -> InboundStream | None:
+        """Drains the group's streams in turn until one yields items, ends or raises a watermark."""
+        group = self._group
+        coalescer = self.coalescer
+        cursor = self._cursor
+        for _ in range(len(group)):
+            cursor = (cursor + 1) % len(group)
+            stream = group[cursor]
+            if stream.drain() or stream.done or coalescer.pending is not None:
+                self._cursor = cursor
+                return stream
+        self._cursor = cursor
+        return None
+
+    def _deliver(self, stream: InboundStream) -> int:
+        queue = stream.inbox.queue
+        before = len(queue)
+        self.callback = "process"
+        self._process(stream.ordinal, stream.inbox)
+        return MADE_PROGRESS if len(queue) != before else NO_PROGRESS
+
+    def _complete_edge(self) -> int:
+        stream = self._completing
+        assert stream is not None
+        self.callback = "complete_edge"
+        if not self.processor.complete_edge(stream.ordinal):
+            return NO_PROGRESS
+        self._group.remove(stream)
+        self._state = self._process_inbound
+        return MADE_PROGRESS
+
+    def _process_watermark(self) -> int:
+        watermark = self.coalescer.pending
+        assert watermark is not None
+        if watermark.timestamp != _IDLE_TIMESTAMP:
+            self.last_received_wm = watermark.timestamp
+            self.callback = "try_process_watermark"
+            if not self.processor.try_process_watermark(watermark):
+                return NO_PROGRESS
+        self._state = self._forward_watermark
+        return self._forward_watermark()
+
+    def _forward_watermark(self) -> int:
+        self.callback = "forwarding a watermark"
+        if not self.outbox.offer(self.coalescer.pending):
+            return NO_PROGRESS
+        self.coalescer.pending = None
+        self._state = self._process_inbound
+        return MADE_PROGRESS
+
+    def _complete_all(self) -> int:
+        self.callback = "complete"
+        if not self._complete():
+            return NO_PROGRESS
+        self._state = self._emit_done
+        return MADE_PROGRESS
+
+    def _emit_done(self) -> int:
+        if not self.outbox.is_empty():
+            return NO_PROGRESS
+        routers = self._routers_left
+        while routers:
+            if not routers[-1].push_control(DONE_ITEM):
+                return NO_PROGRESS
+            routers.pop()
+        self._state = self._finished
+        return DONE
+
+    def _finished(self) -> int:
+        return DONE
+
+    def __repr__(self) -> str:
+        return f"ProcessorTasklet({self.name})"
