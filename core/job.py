@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import enum
 import threading
+from collections.abc import Callable
 
 from jetspark.core.errors import JobCancelledError
-from jetspark.core.runtime.member import MemberRuntime
 from jetspark.core.runtime.metrics import JobMetrics
 
 
@@ -36,7 +36,7 @@ class Job:
         self._status = JobStatus.NOT_STARTED
         self._ended = threading.Event()
         self._error: BaseException | None = None
-        self._runtime: MemberRuntime | None = None
+        self._read_metrics: Callable[[], JobMetrics] = JobMetrics
 
     @property
     def status(self) -> JobStatus:
@@ -46,8 +46,7 @@ class Job:
     @property
     def metrics(self) -> JobMetrics:
         """A snapshot of the per-processor and per-edge metrics, during or after the run."""
-        runtime = self._runtime
-        return runtime.metrics() if runtime is not None else JobMetrics()
+        return self._read_metrics()
 
     def join(self, timeout: float | None = None) -> None:
         """Waits for the job to end; raises its JobFailedError or JobCancelledError.
@@ -64,11 +63,11 @@ class Job:
         if not self._ended.is_set():
             self.cancel_event.set()
 
-    def mark_running(self, runtime: MemberRuntime | None = None) -> None:
-        """Engine side: the job is running (on `runtime`, once built)."""
+    def mark_running(self, metrics: Callable[[], JobMetrics] | None = None) -> None:
+        """Engine side: the job is running; `metrics` reads its live metrics once it can."""
         self._status = JobStatus.RUNNING
-        if runtime is not None:
-            self._runtime = runtime
+        if metrics is not None:
+            self._read_metrics = metrics
 
     def mark_ended(self, error: BaseException | None) -> None:
         """Engine side: the job ended, successfully when `error` is None."""

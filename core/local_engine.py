@@ -79,7 +79,7 @@ class LocalEngine:
                 cancel_event=job.cancel_event,
                 stop_timeout=self.stop_timeout,
             )
-            job.mark_running(runtime)
+            job.mark_running(runtime.metrics)
             runtime.run()
         except BaseException as failure:
             error = failure

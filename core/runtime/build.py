@@ -50,7 +50,7 @@ def build_member(
     local parallelism + local index). A link between two built processors of one member is a
     bounded Queue of the edge's queue size; any other link involving a built processor goes
     through `exchange` (required then). Processors' `init` runs when the runtime starts.
-    A failing supplier raises JobFailedError after the suppliers already set up are closed.
+    A failing supplier raises JobFailedError; any failure closes the suppliers set up so far.
     """
     chosen = set(plan.vertices if vertices is None else vertices)
     unknown = chosen - set(plan.vertices)
@@ -62,25 +62,25 @@ def build_member(
     names = [name for name in plan.vertices if name in chosen]
     suppliers: list[tuple[str, ProcessorSupplier]] = []
     processors: dict[tuple[str, int], tuple[Processor, Context]] = {}
+    tasklets: list[Tasklet] = []
     try:
         for name in names:
             for member in member_list:
                 _create_processors(plan, plan.vertices[name], member, suppliers, processors)
-    except JobFailedError as failure:
+        wiring = _wire(plan, chosen, set(member_list), exchange)
+        for name in names:
+            vertex = plan.vertices[name]
+            for member in member_list:
+                for local in range(vertex.local_parallelism):
+                    index = member * vertex.local_parallelism + local
+                    processor, context = processors[(name, index)]
+                    tasklets.append(_tasklet(plan, vertex, index, processor, context, wiring))
+    except Exception as failure:
         close_all(
             [(v, None, "ProcessorSupplier.close", partial(s.close, failure)) for v, s in suppliers],
             failure,
         )
         raise
-    wiring = _wire(plan, chosen, set(member_list), exchange)
-    tasklets: list[Tasklet] = []
-    for name in names:
-        vertex = plan.vertices[name]
-        for member in member_list:
-            for local in range(vertex.local_parallelism):
-                index = member * vertex.local_parallelism + local
-                processor, context = processors[(name, index)]
-                tasklets.append(_tasklet(plan, vertex, index, processor, context, wiring))
     if exchange is not None:
         tasklets.extend(exchange.tasklets())
     return MemberRuntime(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jetspark.core.errors import ProcessorContractError
@@ -36,23 +36,32 @@ class TaskletOutbox(OutboxImpl):
         self.routing_ordinal = 0
         """The ordinal being drained, so a routing error can name its edge."""
         self._last_watermark: list[float] = [NO_WATERMARK] * len(capacities)
-        self._single = len(capacities) == 1
-        self._bucket0 = self.buckets[0] if capacities else []
-        self._capacity0 = capacities[0] if capacities else 0
+        if len(capacities) == 1:
+            self.offer = self._single_bucket_offer()  # type: ignore[method-assign]
 
     def offer(self, item: Any, ordinal: Ordinals = None) -> bool:
         """Adds `item` to the bucket(s); False when a bucket is full (offer it again later)."""
-        if ordinal is None and self._single and self._unfinished is _NOTHING:
-            if type(item) is not Watermark:
-                bucket = self._bucket0
-                if len(bucket) < self._capacity0:
-                    bucket.append(item)
-                    return True
-                self._unfinished = item
-                return False
-        elif type(item) is not Watermark:
-            return OutboxImpl.offer(self, item, ordinal)
-        return self._offer_watermark(item, ordinal)
+        if type(item) is Watermark:
+            return self._offer_watermark(item, ordinal)
+        return OutboxImpl.offer(self, item, ordinal)
+
+    def _single_bucket_offer(self) -> Callable[[Any, Ordinals], bool]:
+        """The one-bucket `offer`: a closure, so the hot path reads one attribute, not five."""
+        bucket = self.buckets[0]
+        capacity = self.capacities[0]
+
+        def offer(item: Any, ordinal: Ordinals = None) -> bool:
+            if (
+                ordinal is None
+                and len(bucket) < capacity
+                and type(item) is not Watermark
+                and self._unfinished is _NOTHING
+            ):
+                bucket.append(item)
+                return True
+            return TaskletOutbox.offer(self, item, ordinal)
+
+        return offer
 
     def _offer_watermark(self, watermark: Watermark, ordinal: Ordinals) -> bool:
         pending = self._unfinished

@@ -154,10 +154,10 @@ def plan_job(
     stores: Any = None,
     seed: int | None = None,
 ) -> JobPlan:
-    """Validates the DAG and computes the job-wide facts; raises JobFailedError for a failing
-    meta-supplier (after closing the ones already initialised).
+    """Validates `dag` and computes the job-wide facts of running it on `member_count` members.
 
-    Local parallelism: the vertex's own, else its meta-supplier's preferred one, else
+    A failing meta-supplier raises JobFailedError, after the ones already initialised are
+    closed. Local parallelism: the vertex's own, else its meta-supplier's preferred one, else
     `default_local_parallelism`. `seed` drives the all-to-one choices (None: random).
     """
     dag.validate()

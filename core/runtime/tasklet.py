@@ -89,7 +89,6 @@ class ProcessorTasklet:
         self.name = f"{self.vertex_name}#{self.index}"
         self.logger = context.logger
         self.callback = "init"
-        self.initialized = False
         self.cooperative = True
         self.last_received_wm: int | None = None
         self._edge_names = list(edge_names)
@@ -111,12 +110,11 @@ class ProcessorTasklet:
 
     def init(self) -> None:
         """Calls `processor.init(outbox, context)`."""
-        self.initialized = True
         try:
             self.processor.init(self.outbox, self.context)
             self.cooperative = bool(self.processor.is_cooperative())
         except Exception as error:
-            raise self._failure(error) from error
+            raise self._failure(error, "init") from error
 
     def is_cooperative(self) -> bool:
         """What the processor said after `init`."""
@@ -126,11 +124,14 @@ class ProcessorTasklet:
         """Runs one step of the state machine, then drains the outbox into the routers."""
         try:
             result = self._state()
-            self.callback = "routing"
+        except Exception as error:
+            raise self._failure(error, self.callback) from error
+        try:
             if self.outbox.drain_to(self.routers):
                 result |= MADE_PROGRESS
         except Exception as error:
-            raise self._failure(error) from error
+            edge = self._edge_names[self.outbox.routing_ordinal]
+            raise self._failure(error, f"routing to edge {edge}") from error
         return result
 
     def close(self) -> None:
@@ -138,10 +139,7 @@ class ProcessorTasklet:
         self.callback = "close"
         self.processor.close()
 
-    def _failure(self, error: Exception) -> JobFailedError:
-        callback = self.callback
-        if callback == "routing":
-            callback = f"routing to edge {self._edge_names[self.outbox.routing_ordinal]}"
+    def _failure(self, error: Exception, callback: str) -> JobFailedError:
         return JobFailedError.caused_by(
             error, vertex_name=self.vertex_name, processor_index=self.index, callback=callback
         )
