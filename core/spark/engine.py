@@ -7,6 +7,7 @@ import logging
 import os
 import pickle
 import sys
+import threading
 from typing import Any
 
 from pyspark import RDD, InheritableThread, SparkContext, StorageLevel
@@ -31,6 +32,7 @@ from jetspark.core.stores import Stores
 
 _log = logging.getLogger("jetspark.spark")
 _job_ids = itertools.count(1)
+_CANCEL_RETRY_SECONDS = 0.1
 
 
 class SparkJob(Job):
@@ -40,19 +42,35 @@ class SparkJob(Job):
         super().__init__(job_id, name)
         self.group = f"jetspark-{job_id}"
         self._context = context
-        self._metrics = JobMetrics()
+        self._merged_metrics = JobMetrics()
         self._final: RDD | None = None
+        self.translation: Translation | None = None
+        """The job's RDDs once translated: each stage's output, named after its vertices."""
 
     @property
     def metrics(self) -> JobMetrics:
         """Per-processor and per-edge metrics, merged from every task once the job ended."""
-        return self._metrics
+        return self._merged_metrics
 
     def cancel(self) -> None:
-        """Cancels the job's Spark jobs; `join()` then raises JobCancelledError."""
-        if not self._ended.is_set():
-            self.cancel_event.set()
+        """Cancels the job's Spark jobs; `join()` then raises JobCancelledError.
+
+        Spark cancels only the jobs of the group already submitted, and the driver thread may
+        be about to submit one (a cancel right after `new_job` was lost so, and the job ran
+        on): a helper thread repeats the cancellation until the job ended.
+        """
+        if self._ended.is_set() or self.cancel_event.is_set():
+            return
+        self.cancel_event.set()
+        threading.Thread(
+            target=self._cancel_until_ended, name=f"cancel-{self.name}", daemon=True
+        ).start()
+
+    def _cancel_until_ended(self) -> None:
+        while True:
             self._context.cancelJobGroup(self.group)
+            if self._ended.wait(_CANCEL_RETRY_SECONDS):
+                return
 
     def rdd(self, name: str) -> RDD:
         """The items the job's `write_rdd_p(name)` sink received, as an RDD (nothing collected).
@@ -130,10 +148,10 @@ class SparkEngine:
             )
             self.context.setJobGroup(job.group, description, interruptOnCancel=True)
             shipped = self.context.broadcast(self.stores.contents())
-            translation = translate(self.context, dag, plan, stages, shipped)
-            job._final = _final_output(dag, stages, translation)
+            job.translation = translate(self.context, dag, plan, stages, shipped)
+            job._final = _final_output(dag, stages, job.translation)
             results = job._final.filter(_is_collected_result).collect()
-            job._metrics = self._apply(results)
+            job._merged_metrics = self._apply(results)
         except BaseException as failure:
             error = _job_error(failure, job)
         if plan is not None:
@@ -163,13 +181,12 @@ def _is_collected_result(record: Any) -> bool:
 
 
 def _persisted_stages(dag: DAG, stages: StagePlan) -> set[int]:
-    """Terminal stages holding an RDD sink: their output serves the job and `job.rdd()`."""
-    return {
-        s.index
-        for s in stages.stages
-        if not stages.consumers(s)
-        and any(getattr(dag.get_vertex(v).meta_supplier, "rdd_sink_name", None) for v in s.vertices)
-    }
+    """The terminal stages, when any stage holds an RDD sink: their output carries the results
+    of every stage (an earlier stage's ride along through its heirs), serves the job's action
+    and then `job.rdd()`, which must not run the terminal stages again."""
+    if not any(getattr(v.meta_supplier, "rdd_sink_name", None) for v in dag.vertices()):
+        return set()
+    return {s.index for s in stages.stages if not stages.consumers(s)}
 
 
 def _final_output(dag: DAG, stages: StagePlan, translation: Translation) -> RDD:

@@ -20,11 +20,16 @@ def _source_root() -> Path:
 
 
 def build_zip(target_dir: str | None = None) -> str:
-    """Writes jetspark's Python sources into a zip laid out as the `jetspark` package."""
+    """Writes jetspark's Python sources into a zip laid out as the `jetspark` package.
+
+    `jetspark` is a namespace package (no `__init__.py`); zipimport finds one only through the
+    directory's own entry, so the zip holds `jetspark/` explicitly.
+    """
     root = _source_root()
     handle, path = tempfile.mkstemp(prefix="jetspark-", suffix=".zip", dir=target_dir)
     os.close(handle)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("jetspark/", b"")
         for folder in _SUBPACKAGES:
             base = root / folder
             for source in sorted(base.rglob("*.py")):

@@ -104,24 +104,27 @@ def _member_partitions(sc: SparkContext, rdd: RDD, members: int) -> RDD:
 def _stage_input(
     sc: SparkContext, stage: Stage, stages: StagePlan, shuffled: dict[int, RDD], members: int
 ) -> tuple[RDD, bool]:
-    """The shuffled records a stage reads, with edges of lower priority number first.
+    """The shuffled records a stage reads, with edges of a lower rank first (`Stage.ranks`:
+    edge priorities, carried through the stage's local edges).
 
-    When each upstream stage sends edges of one priority, a `union` in priority order is free
+    When each upstream stage sends edges of one rank, a `union` in rank order is free
     (co-partitioned inputs stay in order, DESIGN.md); otherwise Spark sorts the records on
-    (member, priority, edge, upstream processor, sequence), which spills instead of buffering.
+    (member, rank, edge, upstream processor, sequence), which spills instead of buffering.
     """
-    priorities: dict[int, set[int]] = {}
+    ranks: dict[int, set[int]] = {}
     for edge in stage.inbound:
-        priorities.setdefault(stages.stage_of[edge.source_name], set()).add(edge.get_priority())
-    upstream = set(priorities) | {s for s in stages.stage_of.values() if _is_heir(stages, s, stage)}
+        ranks.setdefault(stages.stage_of[edge.source_name], set()).add(
+            stage.ranks[stages.edge_id(edge)]
+        )
+    upstream = set(ranks) | {s for s in stages.stage_of.values() if _is_heir(stages, s, stage)}
     if not upstream:
         return sc.parallelize([], members), False
-    order = sorted(upstream, key=lambda s: (min(priorities.get(s, {_FIRST})), s))
+    order = sorted(upstream, key=lambda s: (min(ranks.get(s, {_FIRST})), s))
     inputs = [shuffled[s] for s in order]
     union = inputs[0] if len(inputs) == 1 else sc.union(inputs)
-    if _union_keeps_priorities([priorities.get(s, set()) for s in order]):
+    if _union_keeps_ranks([ranks.get(s, set()) for s in order]):
         return union, False
-    rank = {stages.edge_id(e): e.get_priority() for e in stage.inbound}
+    rank = stage.ranks
     return (
         union.map(lambda record: (_sort_key(record, rank), record[1]))
         .repartitionAndSortWithinPartitions(members, member_of_key)
@@ -135,8 +138,8 @@ def _is_heir(stages: StagePlan, upstream: int, stage: Stage) -> bool:
     return bool(consumers) and consumers[0].index == stage.index
 
 
-def _union_keeps_priorities(groups: list[set[int]]) -> bool:
-    """True when inputs in this order deliver every priority after all lower ones."""
+def _union_keeps_ranks(groups: list[set[int]]) -> bool:
+    """True when inputs in this order deliver every rank after all lower ones."""
     seen_max = _FIRST
     for group in groups:
         if len(group) > 1 or (group and min(group) < seen_max):
