@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from pyspark import RDD, InheritableThread, SparkContext, StorageLevel
+from pyspark.core.broadcast import Broadcast
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
@@ -140,6 +141,7 @@ class SparkEngine:
         job.mark_running()
         error: BaseException | None = None
         plan: JobPlan | None = None
+        shipped: Broadcast | None = None
         try:
             plan = plan_job(dag, config, self.members, self.default_local_parallelism)
             stages = plan_stages(dag)
@@ -154,6 +156,8 @@ class SparkEngine:
             job._merged_metrics = self._apply(results)
         except BaseException as failure:
             error = _job_error(failure, job)
+        if shipped is not None and not (error is None and _has_rdd_sink(dag)):
+            shipped.destroy()  # nothing will recompute the job's stages: free it everywhere
         if plan is not None:
             try:
                 plan.close(error)
@@ -184,9 +188,14 @@ def _persisted_stages(dag: DAG, stages: StagePlan) -> set[int]:
     """The terminal stages, when any stage holds an RDD sink: their output carries the results
     of every stage (an earlier stage's ride along through its heirs), serves the job's action
     and then `job.rdd()`, which must not run the terminal stages again."""
-    if not any(getattr(v.meta_supplier, "rdd_sink_name", None) for v in dag.vertices()):
+    if not _has_rdd_sink(dag):
         return set()
     return {s.index for s in stages.stages if not stages.consumers(s)}
+
+
+def _has_rdd_sink(dag: DAG) -> bool:
+    """True when a `write_rdd_p` vertex makes the job's output outlive the job."""
+    return any(getattr(v.meta_supplier, "rdd_sink_name", None) for v in dag.vertices())
 
 
 def _final_output(dag: DAG, stages: StagePlan, translation: Translation) -> RDD:

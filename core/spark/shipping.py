@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import tempfile
 import zipfile
@@ -37,9 +39,17 @@ def build_zip(target_dir: str | None = None) -> str:
     return path
 
 
+@functools.cache
+def _process_zip() -> str:
+    """One zip per driver process, removed when the process exits."""
+    path = build_zip()
+    atexit.register(os.remove, path)
+    return path
+
+
 def ship_package(context: SparkContext) -> None:
     """Adds the jetspark zip to the context once; executors put it on their sys.path."""
     if getattr(context, "_jetspark_shipped", False):
         return
-    context.addPyFile(build_zip())
+    context.addPyFile(_process_zip())
     context._jetspark_shipped = True  # type: ignore[attr-defined]
