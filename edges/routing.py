@@ -10,6 +10,7 @@ where the policy needs it (a partitioned edge computes each item's partition). C
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -81,7 +82,7 @@ def partition_table(
     )
 
 
-class Router:
+class Router(abc.ABC):
     """Sends one upstream processor's items on one edge to its channels."""
 
     __slots__ = ("channels",)
@@ -89,9 +90,9 @@ class Router:
     def __init__(self, channels: Sequence[Channel]) -> None:
         self.channels = list(channels)
 
+    @abc.abstractmethod
     def route(self, items: list[Any], count: int) -> int:
         """Sends the prefix of `items[:count]` the channels have room for; returns its length."""
-        raise NotImplementedError
 
     def push_control(self, entry: Any) -> bool:
         """Sends `entry` to every channel, or to none when one is full (then returns False)."""
