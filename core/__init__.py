@@ -23,6 +23,7 @@ _EXPORTS = {
     "JobCancelledError": "errors",
     "JobFailedError": "errors",
     "ProcessorContractError": "errors",
+    "SnapshotError": "errors",
     "UnsupportedOperationError": "errors",
     "ArrayDequeInbox": "inbox",
     "Inbox": "inbox",
@@ -32,6 +33,11 @@ _EXPORTS = {
     "Outbox": "outbox",
     "OutboxImpl": "outbox",
     "Processor": "processor",
+    "DirectorySnapshotStore": "snapshot_store",
+    "InMemorySnapshotStore": "snapshot_store",
+    "ProcessorSnapshot": "snapshot_store",
+    "Snapshot": "snapshot_store",
+    "SnapshotStore": "snapshot_store",
     "ProcessorMetaSupplier": "suppliers",
     "ProcessorSupplier": "suppliers",
     "Stores": "stores",
@@ -70,6 +76,7 @@ if TYPE_CHECKING:
         JobCancelledError,
         JobFailedError,
         ProcessorContractError,
+        SnapshotError,
         UnsupportedOperationError,
     )
     from jetspark.core.inbox import ArrayDequeInbox, Inbox
@@ -77,6 +84,13 @@ if TYPE_CHECKING:
     from jetspark.core.local_engine import LocalEngine
     from jetspark.core.outbox import Outbox, OutboxImpl
     from jetspark.core.processor import Processor
+    from jetspark.core.snapshot_store import (
+        DirectorySnapshotStore,
+        InMemorySnapshotStore,
+        ProcessorSnapshot,
+        Snapshot,
+        SnapshotStore,
+    )
     from jetspark.core.stores import Stores
     from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
     from jetspark.core.traverser import Traverser

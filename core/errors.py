@@ -73,5 +73,9 @@ def _rebuild_job_failed_error(
     return cls(message, vertex_name=vertex_name, processor_index=processor_index, callback=callback)
 
 
+class SnapshotError(RuntimeError):
+    """A snapshot cannot be stored or restored (another DAG's snapshot, unreadable data...)."""
+
+
 class JobCancelledError(RuntimeError):
     """The job was cancelled with `Job.cancel()`; `join()` raises it."""

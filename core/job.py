@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from jetspark.core.errors import JobCancelledError
 from jetspark.core.runtime.metrics import JobMetrics
+from jetspark.core.snapshot_store import SnapshotStore
 
 
 class JobStatus(enum.Enum):
@@ -26,13 +27,28 @@ class JobStatus(enum.Enum):
 
 
 class Job:
-    """A running or finished job; an engine creates it and drives it on its own thread."""
+    """A running or finished job; an engine creates it and drives it on its own thread.
 
-    def __init__(self, job_id: int, name: str | None) -> None:
+    `snapshot_store` holds the job's complete snapshots (None without a processing
+    guarantee); `restart` is how the engine starts the job again from the latest of them
+    (None: the engine cannot restart jobs).
+    """
+
+    def __init__(
+        self,
+        job_id: int,
+        name: str | None,
+        *,
+        snapshot_store: SnapshotStore | None = None,
+        restart: Callable[[], Job] | None = None,
+    ) -> None:
         self.id = job_id
         self.name = name if name is not None else f"job-{job_id}"
         self.cancel_event = threading.Event()
         """Set by `cancel()`; the engine's runtime checks it every round."""
+        self.snapshot_store = snapshot_store
+        """Where the job's snapshots go; `snapshot_store.latest()` is the last complete one."""
+        self._restart = restart
         self._status = JobStatus.NOT_STARTED
         self._ended = threading.Event()
         self._error: BaseException | None = None
@@ -62,6 +78,21 @@ class Job:
         """Asks the job to stop; `join()` then raises JobCancelledError. No-op once it ended."""
         if not self._ended.is_set():
             self.cancel_event.set()
+
+    def restart(self) -> Job:
+        """Starts the job again, restored from its last complete snapshot; returns the new Job.
+
+        The new job runs the same DAG and config and writes to the same snapshot store; it
+        starts afresh when there is no snapshot (or no processing guarantee). A running job is
+        cancelled first (as Jet's `restart()` does); a completed one cannot be restarted.
+        """
+        if self._restart is None:
+            raise RuntimeError(f"{self.name}: this engine cannot restart jobs from snapshots")
+        if self._status is JobStatus.COMPLETED:
+            raise RuntimeError(f"{self.name} completed; there is nothing to restart")
+        self.cancel()
+        self._ended.wait()
+        return self._restart()
 
     def mark_running(self, metrics: Callable[[], JobMetrics] | None = None) -> None:
         """Engine side: the job is running; `metrics` reads its live metrics once it can."""

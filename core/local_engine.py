@@ -5,14 +5,17 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from typing import Any
 
-from jetspark.core.config import JobConfig
+from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.job import Job
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.plan import JobPlan, plan_job
+from jetspark.core.runtime.snapshot import Clock, SnapshotCoordinator
+from jetspark.core.snapshot_store import InMemorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.stores import Stores
 
 _log = logging.getLogger("jetspark")
@@ -27,10 +30,17 @@ class LocalEngine:
     would on a cluster. A vertex with local parallelism -1 gets `default_local_parallelism`
     (Jet's default, the cooperative thread count, which is one here). `stop_timeout` is how long
     a stopping job waits for a non-cooperative processor to return from its callback.
+    `snapshot_clock` (seconds) times the snapshot interval; a test can pass a clock it
+    advances itself, so the snapshots fall at the same points of every run.
     """
 
     def __init__(
-        self, members: int = 1, *, default_local_parallelism: int = 1, stop_timeout: float = 5.0
+        self,
+        members: int = 1,
+        *,
+        default_local_parallelism: int = 1,
+        stop_timeout: float = 5.0,
+        snapshot_clock: Clock = time.monotonic,
     ) -> None:
         if not isinstance(members, int) or members < 1:
             raise ValueError(f"members must be an int >= 1, got {members!r}")
@@ -41,16 +51,47 @@ class LocalEngine:
         self.members = members
         self.default_local_parallelism = default_local_parallelism
         self.stop_timeout = stop_timeout
+        self.snapshot_clock = snapshot_clock
         self.stores = Stores()
         """The named lists and maps of `get_list`/`get_map`, shared by all jobs of this engine."""
 
-    def new_job(self, dag: DAG, config: JobConfig | None = None) -> Job:
-        """Validates `dag` (raising DagValidationError) and starts running it; returns at once."""
+    def new_job(
+        self,
+        dag: DAG,
+        config: JobConfig | None = None,
+        *,
+        snapshot_store: SnapshotStore | None = None,
+        restore_from: Snapshot | None = None,
+    ) -> Job:
+        """Validates `dag` (raising DagValidationError) and starts running it; returns at once.
+
+        With a processing guarantee the job takes snapshots into `snapshot_store` (default: a
+        new InMemorySnapshotStore; a DirectorySnapshotStore lets another process restart it).
+        `restore_from` starts the job from a snapshot, typically `store.latest()`; it may have
+        been taken with another member count or parallelism. `job.restart()` does both for you.
+        """
         config = JobConfig() if config is None else config
         dag.validate()
-        job = Job(next(_job_ids), config.name)
+        if config.processing_guarantee is ProcessingGuarantee.NONE:
+            if restore_from is not None or snapshot_store is not None:
+                raise ValueError(
+                    "snapshot_store and restore_from need a processing guarantee "
+                    "(JobConfig(processing_guarantee=...)); this job takes no snapshots"
+                )
+        elif snapshot_store is None:
+            snapshot_store = InMemorySnapshotStore()
+        store = snapshot_store
+
+        def restart() -> Job:
+            latest = store.latest() if store is not None else None
+            return self.new_job(dag, config, snapshot_store=store, restore_from=latest)
+
+        job = Job(next(_job_ids), config.name, snapshot_store=store, restart=restart)
         thread = threading.Thread(
-            target=self._execute, args=(job, dag, config), name=f"jetspark-{job.name}", daemon=True
+            target=self._execute,
+            args=(job, dag, config, restore_from),
+            name=f"jetspark-{job.name}",
+            daemon=True,
         )
         thread.start()
         return job
@@ -63,7 +104,9 @@ class LocalEngine:
         """The engine's dict called `name` (created empty on first use)."""
         return self.stores.get_map(name)
 
-    def _execute(self, job: Job, dag: DAG, config: JobConfig) -> None:
+    def _execute(
+        self, job: Job, dag: DAG, config: JobConfig, restore_from: Snapshot | None
+    ) -> None:
         """The job thread: plan, build all members, run, close; never lets an error escape."""
         job.mark_running()
         error: BaseException | None = None
@@ -72,12 +115,22 @@ class LocalEngine:
             plan = plan_job(
                 dag, config, self.members, self.default_local_parallelism, stores=self.stores
             )
+            snapshots = None
+            if job.snapshot_store is not None:
+                snapshots = SnapshotCoordinator(
+                    plan,
+                    job.snapshot_store,
+                    clock=self.snapshot_clock,
+                    restore_from=restore_from,
+                    job_name=job.name,
+                )
             runtime = build_member(
                 plan,
                 range(self.members),
                 exchange=LoopbackExchange(),
                 cancel_event=job.cancel_event,
                 stop_timeout=self.stop_timeout,
+                snapshots=snapshots,
             )
             job.mark_running(runtime.metrics)
             runtime.run()

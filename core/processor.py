@@ -65,5 +65,15 @@ class Processor:
         """Called after all snapshot entries were restored, to rebuild transient state."""
         return True
 
+    def snapshot_committed(self) -> None:
+        """Called when the state this processor saved last is part of a committed snapshot.
+
+        jetspark's counterpart of Jet 4's `snapshotCommitFinish(true)`, for transactional
+        sinks: commit the output prepared up to that save (the job will never be restored from
+        an older snapshot). With a processing guarantee, `save_to_snapshot()` is also called
+        once after `complete()` returned True; that final save is committed with the next
+        snapshot, or when the job completes. A processor never has two uncommitted saves.
+        """
+
     def close(self) -> None:
         """Called once at the end of the job, whether it succeeded, failed or was cancelled."""

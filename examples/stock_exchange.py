@@ -10,21 +10,24 @@ an IMap event journal that inserts watermarks itself; here a bounded generator p
 in slightly disordered event-time order and a separate vertex inserts the watermarks, with the
 same policies: a lag of 300 ms, one watermark per frame, an idle timeout.
 
-Run it with `python examples/stock_exchange.py [output directory]`.
+Run it with `python examples/stock_exchange.py [OUTPUT_DIR] [--engine spark|local] [--members N]`:
+each sink processor writes its formatted lines to its own file in OUTPUT_DIR (default: a new
+temporary directory).
 """
 
 from __future__ import annotations
 
+import argparse
 import random
-import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from jetspark.core import DAG, JobConfig, LocalEngine
+from jetspark.core import DAG, JobConfig
+from jetspark.core.cli import EngineSession, add_engine_arguments
 from jetspark.edges import between
 from jetspark.partitioning import HASH_CODE
 from jetspark.processors import (
@@ -146,11 +149,17 @@ def expected_lines(trade_count: int) -> list[str]:
     )
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     """Runs the job on 6,000 generated trades (30 s of trading) and checks its output."""
-    output_dir = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="stock-exchange-")
-    engine = LocalEngine(members=2, default_local_parallelism=2)
-    engine.new_job(build_dag(6_000, output_dir), JobConfig(name="stock-exchange")).join()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output_dir", nargs="?", metavar="OUTPUT_DIR")
+    add_engine_arguments(parser)
+    parser.set_defaults(members=2)
+    args = parser.parse_args(argv)
+    output_dir = args.output_dir or tempfile.mkdtemp(prefix="stock-exchange-")
+    with EngineSession.of(args, spark) as session:
+        job = session.engine.new_job(build_dag(6_000, output_dir), JobConfig(name="stock-exchange"))
+        job.join()
     lines = sorted(
         line for path in Path(output_dir).iterdir() for line in path.read_text().splitlines()
     )

@@ -5,18 +5,22 @@
         -> combine (combine_by_key_p, over a distributed partitioned edge)
         -> sink (write_map_p "counts")
 
-Run it with `python examples/wordcount.py`: it writes some generated lines to the engine's
-"lines" map, runs the job on a LocalEngine of two members, and checks the counts against a
-plain Python count.
+Run it with `python examples/wordcount.py [--engine spark|local] [--members N]`: it writes
+some generated lines to the engine's "lines" map, runs the job (on two members by default), and
+checks the counts against a plain Python count.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import re
 from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
-from jetspark.core import DAG, JobConfig, LocalEngine
+from jetspark.core import DAG, JobConfig
+from jetspark.core.cli import EngineSession, add_engine_arguments
 from jetspark.edges import between
 from jetspark.partitioning import HASH_CODE
 from jetspark.processors import (
@@ -65,18 +69,22 @@ def generate_lines(count: int, seed: int = 7) -> dict[int, str]:
     return {n: " ".join(rng.choices(vocabulary, k=rng.randint(3, 12))) for n in range(count)}
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     """Runs the word count on generated lines and checks it against a plain Python count."""
-    engine = LocalEngine(members=2, default_local_parallelism=2)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_engine_arguments(parser)
+    parser.set_defaults(members=2)
+    args = parser.parse_args(argv)
     lines = generate_lines(2_000)
-    engine.get_map(LINES).update(lines)
-    engine.new_job(build_dag(), JobConfig(name="word-count")).join()
-    counts = engine.get_map(COUNTS)
+    with EngineSession.of(args, spark) as session:
+        session.engine.get_map(LINES).update(lines)
+        session.engine.new_job(build_dag(), JobConfig(name="word-count")).join()
+        counts = dict(session.engine.get_map(COUNTS))
     expected = Counter(word for n, line in lines.items() for word in tokenize((n, line)))
     assert counts == dict(expected), "the job's counts differ from a plain Python count"
     for word, count in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0]))[:5]:
         print(f"{word:>8} {count}")
-    print(f"{len(counts)} distinct words, {sum(counts.values())} in total: matches Counter")
+    print(f"{len(counts)} distinct words, {sum(counts.values())} in total: match Counter")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ SinkProcessors and DiagnosticProcessors, manual §7.3-7.4, §8.2, §8.4-8.8).
 Every factory returns something `dag.new_vertex(name, ...)` accepts. Aggregate operations live
 in `jetspark.processors.aggregate`, window and watermark policies in
 `jetspark.processors.windowing`, sources, sinks and peeking wrappers in `.sources`, `.sinks`
-and `.diagnostics` (also re-exported here).
+and `.diagnostics`, the replayable journal sources in `.journal` (all re-exported here).
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from jetspark.processors.aggregation import (
 from jetspark.processors.diagnostics import peek_input_p, peek_output_p, peek_snapshot_p
 from jetspark.processors.functions import entry, entry_key, entry_value, whole_item
 from jetspark.processors.insert_watermarks import insert_watermarks_p
+from jetspark.processors.journal import read_journal_p, stream_journal_p
 from jetspark.processors.session_window import aggregate_to_session_window_p
 from jetspark.processors.sinks import (
     write_buffered_p,
     write_file_p,
+    write_file_transactional_p,
     write_list_p,
     write_logger_p,
     write_map_p,
@@ -80,12 +82,15 @@ __all__ = [
     "peek_output_p",
     "peek_snapshot_p",
     "read_files_p",
+    "read_journal_p",
     "read_list_p",
     "read_map_p",
     "read_rdd_p",
+    "stream_journal_p",
     "whole_item",
     "write_buffered_p",
     "write_file_p",
+    "write_file_transactional_p",
     "write_list_p",
     "write_logger_p",
     "write_map_p",

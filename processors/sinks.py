@@ -1,13 +1,16 @@
 """Sinks: the engine's named lists and maps, files, the log, and buffered custom sinks.
 
 The list, map, logger and buffered sinks keep no state between `process()` calls, so they have
-nothing to snapshot; under at-least-once, items replayed after a restart are written again
-(the list gets duplicates, the map is overwritten with the same values).
+nothing to snapshot. After a restart from a snapshot the items the job emitted after it reach
+them again, under exactly-once as under at-least-once (manual §3.5.1: the sink must be
+idempotent or transactional): the list gets duplicates; the map, an idempotent sink, is
+overwritten with the same values. `write_file_transactional_p` is the transactional sink.
 """
 
 from __future__ import annotations
 
 import codecs
+import fnmatch
 import logging
 import os
 import shutil
@@ -16,7 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.context import Context
+from jetspark.core.files import fsync_directory
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
 from jetspark.core.suppliers import ProcessorFn, ProcessorMetaSupplier, ProcessorSupplier
@@ -24,6 +29,7 @@ from jetspark.processors.functions import drain, engine_stores, entry_key, entry
 from jetspark.processors.snapshots import ProcessorState
 
 _FILE = ProcessorState("file_sink")
+_TRANSACTIONS = ProcessorState("transactional_file_sink")
 
 
 class WriteListP(AbstractProcessor):
@@ -37,7 +43,12 @@ class WriteListP(AbstractProcessor):
 
 
 class WriteMapP(AbstractProcessor):
-    """Puts every `(key, value)` item (or window result, by its key) into the named map."""
+    """Puts every `(key, value)` item (or window result, by its key) into the named map.
+
+    Idempotent: an item written again after a restart puts the same value under the same key,
+    so a job whose results are keyed (one value per key, as aggregations emit) ends with
+    exactly the map of a run without failure.
+    """
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -71,6 +82,8 @@ class WriteFileP(AbstractProcessor):
     parallelism truncates that file to the saved length and continues it. A temporary file named
     in a snapshot is kept when the job fails, for the restart to continue. At-least-once: lines
     written after the snapshot are cut off on restore, and replayed items written again.
+    Restored at another parallelism, no processor continues an old temporary file, so the lines
+    written before the snapshot are lost: `write_file_transactional_p` has no such limit.
     """
 
     def __init__(
@@ -164,6 +177,133 @@ def write_file_p(
 ) -> ProcessorFn:
     """Writes `to_string(item)` lines to one file per processor in `directory`, atomically."""
     return lambda: WriteFileP(directory, to_string, charset, append)
+
+
+class WriteFileTransactionalP(AbstractProcessor):
+    """Writes `to_string(item)` lines in epochs, each published only when a snapshot holding it
+    is committed, so `directory` holds exactly the output of the committed part of the job.
+
+    Processor i writes epoch e to the hidden file `.part-<i:05d>-<e:08d>.tmp`. Each
+    `save_to_snapshot()` seals the current epoch (flush, fsync, close) and saves the next epoch
+    number and the sealed files not yet published (under a broadcast key tagged with the
+    processor index); `snapshot_committed()` renames them to `part-<i:05d>-<e:08d>`. Reading the
+    `part-*` files in name order gives each processor's lines in order. The last epoch is
+    sealed in `complete()` and published with the final state, when the job completes (without
+    a processing guarantee, at once). Non-cooperative (blocking I/O).
+
+    Restore: the files the snapshot names are published (the snapshot is complete, so they
+    belong to the output, even if the process died before renaming them), the temporary files
+    its processor wrote after the snapshot are deleted, and the epochs continue; at another
+    parallelism, processor j takes over the state of the old processors i with i mod the new
+    total parallelism == j. Exactly-once: the lines of the items processed after the snapshot
+    are never published, and are written again after the restart. At-least-once: a sink with
+    several inputs may have written items that followed the barrier on one input into the
+    epoch sealed by the snapshot; those are written again after a restart (duplicates).
+    """
+
+    def __init__(self, directory: str, to_string: Callable[[Any], str], charset: str) -> None:
+        self._directory = directory
+        self._to_string = to_string
+        self._encoder = codecs.getincrementalencoder(charset)()
+        self._epoch = 0
+        self._file: IO[bytes] | None = None
+        self._temp_path = ""
+        self._sealed: list[tuple[str, str]] = []
+        """(temporary, final) names of the sealed epochs awaiting their commit."""
+        self._taken_over: set[int] = set()
+        """Indexes of the old processors whose state a restore gave to this one."""
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        os.makedirs(self._directory, exist_ok=True)
+
+    def _name(self, epoch: int) -> str:
+        return f"part-{self.context.global_processor_index:05d}-{epoch:08d}"
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        if self._file is None:
+            name = self._name(self._epoch)
+            self._temp_path = os.path.join(self._directory, f".{name}.tmp")
+            self._file = open(self._temp_path, "wb")  # noqa: SIM115 (closed when sealed)
+        to_string = self._to_string
+        lines = "".join(to_string(item) + "\n" for item in drain(inbox))
+        self._file.write(self._encoder.encode(lines))
+
+    def _seal(self) -> None:
+        """Closes the current epoch's file durably and queues it for the next commit."""
+        file = self._file
+        if file is None:
+            return
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
+        self._file = None
+        final = os.path.join(self._directory, self._name(self._epoch))
+        self._sealed.append((self._temp_path, final))
+        self._epoch += 1
+        self._encoder.reset()
+
+    def complete(self) -> bool:
+        self._seal()
+        if self.context.processing_guarantee is ProcessingGuarantee.NONE:
+            self._publish(self._sealed)
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        self._seal()
+        state = (self._epoch, tuple(self._sealed))
+        return self.try_emit_to_snapshot(*_TRANSACTIONS.entry(self.context, state))
+
+    def snapshot_committed(self) -> None:
+        self._publish(self._sealed)
+
+    def _publish(self, files: list[tuple[str, str]]) -> None:
+        """Renames sealed files to their final names; a file already renamed is left alone."""
+        for temp, final in files:
+            if os.path.exists(temp):
+                os.replace(temp, final)
+            elif not os.path.exists(final):
+                raise FileNotFoundError(
+                    f"vertex '{self.context.vertex_name}': {temp!r}, part of a committed "
+                    "snapshot, is gone, so its lines are lost"
+                )
+        if files:
+            fsync_directory(self._directory)
+        files.clear()
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        saved = _TRANSACTIONS.saved(key, value)
+        if not ProcessorState.owns(self.context, saved):
+            return
+        epoch, sealed = saved.value
+        self._epoch = max(self._epoch, epoch)
+        self._publish([(temp, final) for temp, final in sealed])
+        self._taken_over.add(saved.processor_index)
+
+    def finish_snapshot_restore(self) -> bool:
+        stale = [f".part-{index:05d}-*.tmp" for index in self._taken_over]
+        for name in os.listdir(self._directory):
+            if any(fnmatch.fnmatch(name, pattern) for pattern in stale):
+                os.remove(os.path.join(self._directory, name))
+        return True
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            if self.context.processing_guarantee is ProcessingGuarantee.NONE:
+                os.remove(self._temp_path)
+
+
+def write_file_transactional_p(
+    directory: str, to_string: Callable[[Any], str] = str, charset: str = "utf-8"
+) -> ProcessorFn:
+    """Writes `to_string(item)` lines to `part-*` files in `directory`, publishing each
+    snapshot's files when the snapshot is committed (an exactly-once file sink)."""
+    return lambda: WriteFileTransactionalP(directory, to_string, charset)
 
 
 class WriteLoggerP(AbstractProcessor):

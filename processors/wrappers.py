@@ -61,6 +61,9 @@ class ProcessorWrapper(Processor):
     def finish_snapshot_restore(self) -> bool:
         return self.wrapped.finish_snapshot_restore()
 
+    def snapshot_committed(self) -> None:
+        self.wrapped.snapshot_committed()
+
     def close(self) -> None:
         self.wrapped.close()
 

@@ -10,9 +10,26 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
-from runtime_processors import FlatMap, ListSource, MapSink, Recorder, ScriptSource, SumByKey
+from runtime_processors import (
+    Endless,
+    FlatMap,
+    ListSink,
+    ListSource,
+    MapSink,
+    Recorder,
+    ScriptSource,
+    SumByKey,
+)
 
-from jetspark.core import DAG, JobConfig, Stores, Watermark
+from jetspark.core import (
+    DAG,
+    JobCancelledError,
+    JobConfig,
+    Processor,
+    ProcessorSupplier,
+    Stores,
+    Watermark,
+)
 from jetspark.core.runtime import (
     DONE,
     DONE_ITEM,
@@ -190,3 +207,32 @@ def test_watermarks_cross_stages_as_records() -> None:
     assert sorted(e[3] for e in log if e[1] == "item") == ["a", "b"]
     for index in (0, 1):  # 3 from both; then 5, once the processor that sent 3 is done
         assert [e[2] for e in log if e[0] == index and e[1] == "wm"] == [3, 5]
+
+
+class ClosingSupplier(ProcessorSupplier):
+    """Supplies Endless sources and records the error its close() gets."""
+
+    def __init__(self, errors: list[BaseException | None]) -> None:
+        self.errors = errors
+
+    def get(self, count: int) -> list[Processor]:
+        return [Endless() for _ in range(count)]
+
+    def close(self, error: BaseException | None) -> None:
+        self.errors.append(error)
+
+
+def test_closing_the_generator_early_stops_and_closes_everything() -> None:
+    errors: list[BaseException | None] = []
+    dag = DAG()
+    source = dag.new_vertex("source", ClosingSupplier(errors))
+    sink = dag.new_vertex("sink", lambda: ListSink("out"))
+    dag.edge(between(source, sink))
+    stores = Stores()
+    runtime = build_member(plan_job(dag, JobConfig(), 1, 1, stores=stores), [0])
+    steps = runtime.run_iter()
+    for _ in range(5):
+        assert next(steps) is True
+    steps.close()  # a killed Spark task
+    assert len(errors) == 1 and isinstance(errors[0], JobCancelledError)
+    assert stores.get_list("out")  # items flowed before the stop

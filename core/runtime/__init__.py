@@ -11,10 +11,16 @@ Two steps, kept apart because on Spark they run in different places:
 
 Links that leave a member or the built vertices go through an `Exchange` (see exchange.py):
 `LoopbackExchange` serializes them inside one process; the Spark translator plugs in records.
+
+Jobs with a processing guarantee pass a `SnapshotCoordinator` (snapshot.py) to `build_member`:
+every processor then runs in a `SnapshottingTasklet` (snapshot_tasklet.py) that restores,
+saves and forwards `SnapshotBarrier`s, aligned per processor by a `BarrierAligner`
+(barrier.py); restore.py routes a snapshot's entries to the processors of a new plan.
 """
 
 from __future__ import annotations
 
+from jetspark.core.runtime.barrier import BarrierAligner, SnapshotBarrier
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.coalescer import WatermarkCoalescer
 from jetspark.core.runtime.exchange import Exchange, Link, LoopbackExchange, SerializingChannel
@@ -24,6 +30,9 @@ from jetspark.core.runtime.metrics import EdgeMetrics, JobMetrics, ProcessorMetr
 from jetspark.core.runtime.outbox import TaskletOutbox
 from jetspark.core.runtime.plan import EdgePlan, JobPlan, VertexPlan, plan_job
 from jetspark.core.runtime.queue import DONE_ITEM, Queue
+from jetspark.core.runtime.restore import RestoredProcessor, route_snapshot
+from jetspark.core.runtime.snapshot import SnapshotCoordinator
+from jetspark.core.runtime.snapshot_tasklet import SnapshottingTasklet
 from jetspark.core.runtime.tasklet import (
     DONE,
     MADE_PROGRESS,
@@ -38,6 +47,7 @@ __all__ = [
     "MADE_PROGRESS",
     "NO_PROGRESS",
     "Backoff",
+    "BarrierAligner",
     "EdgeMetrics",
     "EdgePlan",
     "Exchange",
@@ -50,11 +60,16 @@ __all__ = [
     "ProcessorMetrics",
     "ProcessorTasklet",
     "Queue",
+    "RestoredProcessor",
     "SerializingChannel",
+    "SnapshotBarrier",
+    "SnapshotCoordinator",
+    "SnapshottingTasklet",
     "Tasklet",
     "TaskletOutbox",
     "VertexPlan",
     "WatermarkCoalescer",
     "build_member",
     "plan_job",
+    "route_snapshot",
 ]

@@ -11,6 +11,7 @@ from typing import Any
 from jetspark.core.context import Context, ProcessorSupplierContext
 from jetspark.core.errors import JobFailedError
 from jetspark.core.processor import Processor
+from jetspark.core.runtime.barrier import BarrierAligner
 from jetspark.core.runtime.closing import close_all
 from jetspark.core.runtime.coalescer import WatermarkCoalescer
 from jetspark.core.runtime.exchange import Exchange, Link
@@ -19,6 +20,8 @@ from jetspark.core.runtime.member import MemberRuntime
 from jetspark.core.runtime.outbox import TaskletOutbox
 from jetspark.core.runtime.plan import JobPlan, VertexPlan
 from jetspark.core.runtime.queue import Queue
+from jetspark.core.runtime.snapshot import SnapshotCoordinator
+from jetspark.core.runtime.snapshot_tasklet import SnapshottingTasklet
 from jetspark.core.runtime.tasklet import ProcessorTasklet, Tasklet
 from jetspark.core.suppliers import ProcessorSupplier, as_processor_supplier
 from jetspark.edges.routing import Channel
@@ -42,6 +45,7 @@ def build_member(
     exchange: Exchange | None = None,
     cancel_event: threading.Event | None = None,
     stop_timeout: float = 5.0,
+    snapshots: SnapshotCoordinator | None = None,
 ) -> MemberRuntime:
     """Builds the processors of `members` for the given vertices (default: all) into a runtime.
 
@@ -51,6 +55,8 @@ def build_member(
     bounded Queue of the edge's queue size; any other link involving a built processor goes
     through `exchange` (required then). Processors' `init` runs when the runtime starts.
     A failing supplier raises JobFailedError; any failure closes the suppliers set up so far.
+    With `snapshots` (a job with a processing guarantee) every processor gets a
+    SnapshottingTasklet registered with that coordinator, restoring what it routes to it.
     """
     chosen = set(plan.vertices if vertices is None else vertices)
     unknown = chosen - set(plan.vertices)
@@ -74,7 +80,9 @@ def build_member(
                 for local in range(vertex.local_parallelism):
                     index = member * vertex.local_parallelism + local
                     processor, context = processors[(name, index)]
-                    tasklets.append(_tasklet(plan, vertex, index, processor, context, wiring))
+                    tasklets.append(
+                        _tasklet(plan, vertex, index, processor, context, wiring, snapshots)
+                    )
     except Exception as failure:
         close_all(
             [(v, None, "ProcessorSupplier.close", partial(s.close, failure)) for v, s in suppliers],
@@ -91,6 +99,7 @@ def build_member(
         slow_callback_millis=plan.config.slow_callback_millis,
         cancel_event=cancel_event,
         stop_timeout=stop_timeout,
+        snapshots=snapshots,
     )
 
 
@@ -186,6 +195,7 @@ def _tasklet(
     processor: Processor,
     context: Context,
     wiring: _Wiring,
+    snapshots: SnapshotCoordinator | None,
 ) -> ProcessorTasklet:
     """The tasklet of one processor, with its outbox, routers, inbound streams and coalescer."""
     owner = f"vertex '{vertex.name}' processor #{index}"
@@ -196,21 +206,39 @@ def _tasklet(
     ]
     inbound_queues = [wiring.queues[(e.id, index)] for e in vertex.inbound]
     retain = plan.config.max_watermark_retain_millis
-    coalescer = WatermarkCoalescer(sum(map(len, inbound_queues)), retain)
+    queue_count = sum(map(len, inbound_queues))
+    coalescer = WatermarkCoalescer(queue_count, retain)
+    aligner = BarrierAligner(queue_count, snapshots.exactly_once) if snapshots else None
+    streams = _streams(vertex, inbound_queues, coalescer, aligner)
+    edge_names = [e.name for e in vertex.outbound]
+    parts = (processor, context, outbox, streams, routers, coalescer, edge_names)
+    if snapshots is None or aligner is None:
+        return ProcessorTasklet(*parts, retain_watermarks=retain >= 0)
+    tasklet = SnapshottingTasklet(
+        *parts,
+        coordinator=snapshots,
+        aligner=aligner,
+        restored=snapshots.restored(vertex.name, index),
+        retain_watermarks=retain >= 0,
+    )
+    snapshots.register(tasklet)
+    return tasklet
+
+
+def _streams(
+    vertex: VertexPlan,
+    inbound_queues: list[list[Queue]],
+    coalescer: WatermarkCoalescer,
+    aligner: BarrierAligner | None,
+) -> list[InboundStream]:
+    """One InboundStream per inbound edge; queues numbered across edges for the coalescer."""
     streams = []
     first = 0
     for e, queues in zip(vertex.inbound, inbound_queues, strict=True):
         streams.append(
-            InboundStream(e.edge.dest_ordinal, e.edge.get_priority(), queues, coalescer, first)
+            InboundStream(
+                e.edge.dest_ordinal, e.edge.get_priority(), queues, coalescer, first, aligner
+            )
         )
         first += len(queues)
-    return ProcessorTasklet(
-        processor,
-        context,
-        outbox,
-        streams,
-        routers,
-        coalescer,
-        [e.name for e in vertex.outbound],
-        retain_watermarks=retain >= 0,
-    )
+    return streams

@@ -12,6 +12,7 @@ from jetspark.core.runtime.closing import CloseStep, close_all
 from jetspark.core.runtime.exchange import Exchange
 from jetspark.core.runtime.metrics import JobMetrics, collect_metrics
 from jetspark.core.runtime.plan import EdgePlan
+from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.runtime.tasklet import DONE, ProcessorTasklet, Tasklet
 from jetspark.core.suppliers import ProcessorSupplier
 
@@ -45,6 +46,8 @@ class MemberRuntime:
     interleave rounds with handing on records and pulling input. Either way the end is the
     same: non-cooperative threads are stopped and joined (waiting `stop_timeout` seconds at
     most in all), every processor's `close()` runs, then every supplier's `close(error)`.
+    With `snapshots`, every round starts with the coordinator's `tick()`, and a successful
+    end tells it the job completed (the final states count as committed).
     """
 
     def __init__(
@@ -57,8 +60,11 @@ class MemberRuntime:
         slow_callback_millis: float | None = None,
         cancel_event: threading.Event | None = None,
         stop_timeout: float = 5.0,
+        snapshots: SnapshotCoordinator | None = None,
     ) -> None:
         self.tasklets = list(tasklets)
+        self.snapshots = snapshots
+        """The job's snapshot coordinator, None without a processing guarantee."""
         self._suppliers = list(suppliers)
         self._edges = list(edges)
         self._exchange = exchange
@@ -97,6 +103,8 @@ class MemberRuntime:
                 if self._finished():
                     break
                 yield progress
+            if self.snapshots is not None:
+                self.snapshots.job_completed()
         except BaseException as failure:
             error = failure
             raise
@@ -109,6 +117,8 @@ class MemberRuntime:
             raise JobCancelledError("the job was cancelled")
         if self._thread_error is not None:
             raise self._thread_error
+        if self.snapshots is not None:
+            self.snapshots.tick()
         tasklets = self._cooperative
         slow = self._slow
         progress = 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from jetspark.core.context import Context
 from jetspark.core.errors import JobFailedError
@@ -63,8 +63,8 @@ class ProcessorTasklet:
     the inbox is empty and is then forwarded through the outbox (IDLE_MESSAGE is forwarded
     without the call). With every edge done, `complete()` runs until True (sources start here),
     then DONE_ITEM goes to every outbound queue. After every call the outbox drains into the
-    routers. Snapshot barriers will be one more control entry: the inbound drain hands them to
-    an aligner beside the coalescer, and a snapshot state sits between the states below.
+    routers. Jobs with a processing guarantee use the subclass SnapshottingTasklet
+    (snapshot_tasklet.py), which adds the restore, save and barrier states around these.
     """
 
     def __init__(
@@ -102,7 +102,9 @@ class ProcessorTasklet:
         self._stream: InboundStream | None = None
         self._completing: InboundStream | None = None
         self._routers_left = list(self.routers)
-        self._state = self._process_inbound
+        self._state: Callable[[], int] = self._process_inbound
+        self._after_complete: Callable[[], int] = self._emit_done
+        """The state `complete()` returning True leads to."""
         self._process = processor.process
         self._complete = processor.complete
         overrides_try_process = type(processor).try_process is not Processor.try_process
@@ -138,6 +140,10 @@ class ProcessorTasklet:
         """Calls `processor.close()`."""
         self.callback = "close"
         self.processor.close()
+
+    def priority_groups_left(self) -> int:
+        """Inbound priority groups not yet exhausted (the one being consumed included)."""
+        return len(self._groups) + bool(self._group)
 
     def _failure(self, error: Exception, callback: str) -> JobFailedError:
         return JobFailedError.caused_by(
@@ -234,19 +240,26 @@ class ProcessorTasklet:
         self.callback = "complete"
         if not self._complete():
             return NO_PROGRESS
-        self._state = self._emit_done
+        self._state = self._after_complete
         return MADE_PROGRESS
 
     def _emit_done(self) -> int:
-        if not self.outbox.is_empty():
+        if not self._push_control(DONE_ITEM):
             return NO_PROGRESS
-        routers = self._routers_left
-        while routers:
-            if not routers[-1].push_control(DONE_ITEM):
-                return NO_PROGRESS
-            routers.pop()
         self._state = self._finished
         return DONE
+
+    def _push_control(self, entry: Any) -> bool:
+        """Puts `entry` on every outbound queue once the outbox is empty; False: call again."""
+        if not self.outbox.is_empty():
+            return False
+        routers = self._routers_left
+        while routers:
+            if not routers[-1].push_control(entry):
+                return False
+            routers.pop()
+        self._routers_left = list(self.routers)
+        return True
 
     def _finished(self) -> int:
         return DONE

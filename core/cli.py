@@ -1,0 +1,369 @@
+"""The `jetspark` command line (also `python -m jetspark.core`): the TF-IDF product commands.
+
+This is the application layer on top of both the engines (`jetspark.core`) and the vertex
+library (`jetspark.processors`). `jetspark.core` never imports `jetspark.processors` at module
+level, so the TF-IDF package (and pyspark, for `--engine spark`) is imported lazily inside the
+subcommands. Progress goes to stderr, results to stdout. Exit codes: 0 ok, 1 the job failed
+(or writing failed midway), 2 bad usage or bad input (a missing or empty directory, an
+unreadable stopwords or index file, an output path that cannot be written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from jetspark.core.errors import JobFailedError
+from jetspark.core.job import Job
+
+if TYPE_CHECKING:
+    from jetspark.processors.tfidf import Corpus
+
+PROGRESS_POLL_SECONDS = 0.5
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: an int of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a float between 0 and 1."""
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser, *, choose_engine: bool = True) -> None:
+    """Adds `--engine spark|local` (unless not `choose_engine`), `--master URL`, `--members N`."""
+    if choose_engine:
+        parser.add_argument("--engine", choices=("spark", "local"), default="spark")
+    parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    parser.add_argument(
+        "--members",
+        type=_positive_int,
+        metavar="N",
+        help="cluster members (default: Spark's default parallelism; 1 on the local engine)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The argument parser of all subcommands."""
+    from jetspark.processors.tfidf import (
+        ASCII,
+        DEFAULT_INDEX_PATH,
+        DEFAULT_THRESHOLD,
+        TOKENIZERS,
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="jetspark",
+        description="Hazelcast Jet's Core API on Apache Spark: the TF-IDF inverted index job.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    spark = argparse.ArgumentParser(add_help=False)
+    add_engine_arguments(spark, choose_engine=False)
+    engine = argparse.ArgumentParser(add_help=False)
+    add_engine_arguments(engine)
+    engine.add_argument("--tokenizer", choices=TOKENIZERS, default=ASCII)
+    corpus = argparse.ArgumentParser(add_help=False)
+    corpus.add_argument(
+        "docs_dir",
+        nargs="?",
+        metavar="DOCS_DIR",
+        help="the documents (default: the Python standard library's *.py modules)",
+    )
+    corpus.add_argument(
+        "--stopword-threshold",
+        type=_fraction,
+        default=DEFAULT_THRESHOLD,
+        metavar="FRACTION",
+        help="derived stopwords: words in more than FRACTION of the documents (default "
+        f"{DEFAULT_THRESHOLD})",
+    )
+    tfidf = commands.add_parser(
+        "tfidf", parents=[corpus, engine], help="build the inverted TF-IDF index of DOCS_DIR"
+    )
+    tfidf.add_argument("--stopwords", metavar="FILE", help="one stopword a line (default: derived)")
+    tfidf.add_argument(
+        "--index", metavar="OUT", default=DEFAULT_INDEX_PATH, help="default ./%(default)s"
+    )
+    tfidf.add_argument("--tsv", metavar="FILE", help="also write word<TAB>document<TAB>score")
+    search = commands.add_parser("search", help="search a saved index")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument(
+        "--index", metavar="FILE", default=DEFAULT_INDEX_PATH, help="default ./%(default)s"
+    )
+    search.add_argument("--top", type=_positive_int, default=10, metavar="N")
+    commands.add_parser(
+        "stopwords", parents=[corpus, engine], help="print the stopwords derived from DOCS_DIR"
+    )
+    explain = commands.add_parser(
+        "explain", parents=[spark], help="print the Spark plan of a job's DAG"
+    )
+    explain.add_argument("job", choices=("tfidf",))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
+    """Runs one command; returns the exit code. `spark`: an existing SparkContext or
+    SparkSession for `--engine spark` (tests share one), instead of creating a context.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if getattr(args, "engine", None) == "local" and args.master:
+            parser.error("--master applies to --engine spark only")
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
+    from jetspark.processors.tfidf import InputError
+
+    command: Callable[[argparse.Namespace, Any], int] = {
+        "tfidf": _tfidf,
+        "search": _search,
+        "stopwords": _stopwords,
+        "explain": _explain,
+    }[args.command]
+    try:
+        return command(args, spark)
+    except InputError as error:
+        print(f"jetspark {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except JobFailedError as error:
+        print(f"jetspark {args.command}: the job failed: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"jetspark {args.command}: error: {error}", file=sys.stderr)
+        return 1
+
+
+def _say(message: str) -> None:
+    """A progress line on stderr; on a terminal it first erases Spark's progress bar line."""
+    erase = "\r\033[K" if sys.stderr.isatty() else ""
+    print(erase + message, file=sys.stderr, flush=True)
+
+
+class EngineSession:
+    """The engine a command or example runs on: LocalEngine, or SparkEngine on `spark` (a
+    SparkContext or SparkSession), else on the process's active context, else on a new context
+    for `master` (default local[*]), which `close()` (or leaving the `with` block) stops again.
+    """
+
+    def __init__(
+        self,
+        kind: str = "spark",
+        members: int | None = None,
+        master: str | None = None,
+        spark: Any = None,
+    ) -> None:
+        self._created: Any = None
+        if kind == "local":
+            from jetspark.core.local_engine import LocalEngine
+
+            count = members or 1
+            self.description = f"the local engine ({count} member{'s' * (count > 1)})"
+            self.engine: Any = LocalEngine(members=count)
+            return
+        from jetspark.core.spark import SparkEngine
+
+        if spark is None:
+            spark = _active_spark_context()
+        if spark is None:
+            _say(f"starting Spark ({master or 'local[*]'}) ...")
+            spark = self._created = _spark_context(master)
+        self.engine = SparkEngine(spark=spark, members=members)
+        self.description = f"Spark {self.engine.context.master} ({self.engine.members} members)"
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, spark: Any = None) -> EngineSession:
+        """The session the parsed `add_engine_arguments` options ask for."""
+        return cls(getattr(args, "engine", "spark"), args.members, args.master, spark)
+
+    def wait(self, job: Job) -> None:
+        """Waits for `job`, printing a line per finished Spark stage (Spark's status tracker)."""
+        context = getattr(self.engine, "context", None)
+        group = getattr(job, "group", None)
+        if context is None or group is None:
+            job.join()
+            return
+        tracker = context.statusTracker()
+        started = time.monotonic()
+        reported: set[int] = set()
+        while True:
+            try:
+                job.join(PROGRESS_POLL_SECONDS)
+                ended = True
+            except TimeoutError:
+                ended = False
+            for stage in _finished_stages(tracker, group, reported):
+                elapsed = time.monotonic() - started
+                tasks = f"{stage.numTasks} task{'s' * (stage.numTasks > 1)}"
+                _say(f"  Spark stage {stage.stageId} finished: {tasks}, {elapsed:.1f} s")
+            if ended:
+                return
+
+    def close(self) -> None:
+        """Stops the SparkContext this session created, if any."""
+        if self._created is not None:
+            self._created.stop()
+            self._created = None
+
+    def __enter__(self) -> EngineSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _active_spark_context() -> Any:
+    """The SparkContext already running in this process (not ours to stop), or None."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context
+
+
+def _spark_context(master: str | None) -> Any:
+    """A new SparkContext: the engine's quiet local one, or one on `master` with progress bars."""
+    from pyspark import SparkConf, SparkContext
+
+    from jetspark.core.spark.session import local_conf
+
+    if master is None or master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        conf = local_conf(master or "local[*]", "jetspark")
+    else:
+        conf = SparkConf().setMaster(master).setAppName("jetspark")
+        conf.set("spark.ui.showConsoleProgress", "true")
+    context = SparkContext(conf=conf)
+    context.setLogLevel("ERROR")
+    return context
+
+
+def _finished_stages(tracker: Any, group: str, reported: set[int]) -> list[Any]:
+    """The stages of the group's Spark jobs that finished since the last call."""
+    finished = []
+    for job_id in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job_id)
+        for stage_id in info.stageIds if info is not None else ():
+            stage = tracker.getStageInfo(stage_id)
+            if (
+                stage is not None
+                and stage_id not in reported
+                and stage.numTasks
+                and stage.numCompletedTasks == stage.numTasks
+            ):
+                reported.add(stage_id)
+                finished.append(stage)
+    return sorted(finished, key=lambda s: s.stageId)
+
+
+def _corpus(args: argparse.Namespace) -> Corpus:
+    """The documents of DOCS_DIR, or the default corpus; announces what will be read."""
+    from jetspark.processors.tfidf import default_corpus, scan_corpus
+
+    corpus = default_corpus() if args.docs_dir is None else scan_corpus(args.docs_dir)
+    empty = f", {corpus.empty:,} empty" if corpus.empty else ""
+    _say(
+        f"reading {len(corpus.documents):,} documents ({corpus.size / 1e6:.1f} MB{empty}) "
+        f"from {corpus.root}"
+    )
+    return corpus
+
+
+def _derived_stopwords(
+    session: EngineSession, corpus: Corpus, args: argparse.Namespace
+) -> frozenset[str]:
+    """The stopwords of `corpus` by the derivation job, announced as it starts."""
+    from jetspark.processors.tfidf import derive_stopwords
+
+    _say(
+        f"deriving stopwords on {session.description}: words in more than "
+        f"{args.stopword_threshold:.0%} of the documents ..."
+    )
+    return derive_stopwords(
+        session.engine, corpus, args.stopword_threshold, args.tokenizer, session.wait
+    )
+
+
+def _tfidf(args: argparse.Namespace, spark: Any) -> int:
+    """`jetspark tfidf`: builds the index, saves it (and the TSV), prints a summary."""
+    from jetspark.processors.tfidf import build_index, describe_skipped, load_stopwords
+    from jetspark.processors.tfidf.index import check_writable
+
+    started = time.monotonic()
+    index_path = os.path.abspath(args.index)
+    for path in (index_path, args.tsv):
+        if path:
+            check_writable(path)
+    stopwords = load_stopwords(args.stopwords) if args.stopwords else None
+    corpus = _corpus(args)
+    with EngineSession.of(args, spark) as session:
+        if stopwords is None:
+            stopwords = _derived_stopwords(session, corpus, args)
+            _say(f"  {len(stopwords):,} stopwords")
+        else:
+            _say(f"using {len(stopwords):,} stopwords from {args.stopwords}")
+        _say(f"building the index on {session.description} ...")
+        job_started = time.monotonic()
+        index = build_index(session.engine, corpus, stopwords, args.tokenizer, session.wait)
+        job_seconds = time.monotonic() - job_started
+    _say(f"saving the index to {index_path} ...")
+    index.save(index_path)
+    if args.tsv:
+        index.write_tsv(args.tsv)
+    print(f"documents:      {len(corpus.documents):,} ({corpus.empty:,} empty)")
+    print(f"distinct words: {len(index.words):,} ({len(stopwords):,} stopwords left out)")
+    print(f"postings:       {index.posting_count:,}")
+    print(f"elapsed:        {time.monotonic() - started:.1f} s (index job {job_seconds:.1f} s)")
+    print(f"index:          {index_path}")
+    if args.tsv:
+        print(f"tsv:            {args.tsv}")
+    if corpus.skipped:
+        print(describe_skipped(corpus.skipped))
+    return 0
+
+
+def _search(args: argparse.Namespace, spark: Any) -> int:
+    """`jetspark search`: the documents containing every query term, best first."""
+    from jetspark.processors.tfidf import TfIdfIndex, search
+    from jetspark.processors.tfidf.search import query_terms
+
+    index = TfIdfIndex.load(args.index)
+    terms = query_terms(index, args.query)
+    if not terms:
+        print(f"no search terms in {args.query!r}: all its words are stopwords")
+        return 0
+    hits = search(index, args.query, args.top)
+    if not hits:
+        print(f"no document contains all of: {' '.join(terms)}")
+    for hit in hits:
+        print(f"{hit.score:12.4f}  {hit.document}")
+    return 0
+
+
+def _stopwords(args: argparse.Namespace, spark: Any) -> int:
+    """`jetspark stopwords`: prints the derived stopwords, one a line (a `--stopwords` file)."""
+    corpus = _corpus(args)
+    with EngineSession.of(args, spark) as session:
+        stopwords = _derived_stopwords(session, corpus, args)
+    for word in sorted(stopwords):
+        print(word)
+    return 0
+
+
+def _explain(args: argparse.Namespace, spark: Any) -> int:
+    """`jetspark explain tfidf`: the Spark plan of the TF-IDF DAG."""
+    from jetspark.processors.tfidf import build_dag, default_corpus_dir
+
+    with EngineSession.of(args, spark) as session:
+        dag = build_dag(str(default_corpus_dir()))
+        print(session.engine.explain(dag))  # type: ignore[attr-defined]
+    return 0

@@ -1,0 +1,199 @@
+"""The snapshot coordinator: when a job takes a snapshot, and when a snapshot is complete.
+
+Jet's coordinator raises a job-wide flag at each snapshot interval (manual §7.8); here it is
+`requested_id`, a number the tasklets read. A processor that has no input left (a source, or a
+processor whose inbound edges are all done) sees it rise, saves its state and emits
+`SnapshotBarrier(requested_id)`; every other processor saves when the barrier has come in on all
+its input queues (see barrier.py and snapshot_tasklet.py). Each one reports its serialized
+entries here; a processor that completes reports its final state once, which stands for it in
+every later snapshot. When every processor of the job has reported for the current snapshot,
+it is complete: it goes to the store, `committed_id` rises, and the processors learn of the
+commit through `Processor.snapshot_committed()`.
+
+When: the first snapshot one interval after the first `tick()`, then one interval after the
+previous one started (or at once, if it took longer). Never while a tasklet is restoring, and
+never while a processor still has to exhaust an inbound edge of a lower priority number than
+its last: a barrier could not be aligned without consuming the lower-priority edges early
+(manual §8.1.6), so such a job takes its first snapshot once every prioritized edge is done.
+
+`tick()` runs on the driver thread once per round; `saved()` and `completed()` may be called
+from non-cooperative tasklets' threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from jetspark.core.config import ProcessingGuarantee
+from jetspark.core.errors import JobFailedError
+from jetspark.core.runtime.restore import RestoredProcessor, route_snapshot
+from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot, Snapshot, SnapshotStore
+
+if TYPE_CHECKING:
+    from jetspark.core.runtime.plan import JobPlan
+    from jetspark.core.runtime.snapshot_tasklet import SnapshottingTasklet
+
+_log = logging.getLogger("jetspark.snapshots")
+
+Clock = Callable[[], float]
+"""Seconds from any fixed origin (time.monotonic); tests pass a clock they advance."""
+
+
+class SnapshotCoordinator:
+    """Starts the snapshots of one job run, collects the processors' states and commits them.
+
+    `restore_from` is the snapshot the run starts from (its entries are routed to the new
+    processors by `restored()`); snapshot ids continue above it and above every snapshot in
+    `store`.
+    """
+
+    def __init__(
+        self,
+        plan: JobPlan,
+        store: SnapshotStore,
+        *,
+        clock: Clock = time.monotonic,
+        restore_from: Snapshot | None = None,
+        job_name: str = "job",
+    ) -> None:
+        config = plan.config
+        if config.processing_guarantee is ProcessingGuarantee.NONE:
+            raise ValueError("a job with ProcessingGuarantee.NONE takes no snapshots")
+        self.exactly_once = config.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE
+        self.store = store
+        self._plan = plan
+        self._job_name = job_name
+        self._clock = clock
+        self._interval = config.snapshot_interval_millis / 1000
+        first = store.next_id()
+        if restore_from is not None:
+            first = max(first, restore_from.snapshot_id + 1)
+        self.requested_id = first - 1
+        """The snapshot processors are to save; rises by one when a snapshot starts."""
+        self.committed_id = first - 1
+        """The last snapshot in the store."""
+        self._restored = route_snapshot(restore_from, plan) if restore_from is not None else {}
+        self._tasklets: dict[ProcessorKey, SnapshottingTasklet] = {}
+        self._gates: list[SnapshottingTasklet] = []
+        self._states: dict[ProcessorKey, ProcessorSnapshot] = {}
+        """The latest state each running processor saved."""
+        self._finals: dict[ProcessorKey, ProcessorSnapshot] = {}
+        """The final states of the processors that completed."""
+        self._final_uncommitted: set[ProcessorKey] = set()
+        self._outstanding: set[ProcessorKey] = set()
+        """The processors yet to save the snapshot under way."""
+        self._in_progress = False
+        self._next_start: float | None = None
+        self._lock = threading.Lock()
+
+    # ----------------------------------------------------------------- building
+
+    def restored(self, vertex: str, index: int) -> RestoredProcessor | None:
+        """What processor `index` of `vertex` restores, or None when the run starts afresh."""
+        if not self._restored:
+            return None
+        return self._restored[(vertex, index)]
+
+    def register(self, tasklet: SnapshottingTasklet) -> None:
+        """Adds a processor's tasklet; every registered one takes part in every snapshot."""
+        self._tasklets[tasklet.key] = tasklet
+        self._gates.append(tasklet)
+
+    # ------------------------------------------------------ the tasklets' side
+
+    def saved(self, key: ProcessorKey, snapshot_id: int, data: bytes) -> None:
+        """A processor saved its state for `snapshot_id` (serialized entries)."""
+        with self._lock:
+            if snapshot_id != self.requested_id or key not in self._outstanding:
+                raise RuntimeError(
+                    f"{key[0]}#{key[1]} saved snapshot {snapshot_id}, but snapshot "
+                    f"{self.requested_id} is {'under way' if self._in_progress else 'done'}"
+                )
+            self._states[key] = ProcessorSnapshot(data)
+            self._outstanding.discard(key)
+
+    def completed(self, key: ProcessorKey, data: bytes) -> None:
+        """A processor completed; `data` is its final state, which stands for it from the
+        snapshot under way (if it has not saved that one) on.
+
+        A processor reports completion only once its earlier saves are committed. From this
+        call on the coordinator tells it when its final state is committed.
+        """
+        with self._lock:
+            self._outstanding.discard(key)
+            self._finals[key] = ProcessorSnapshot(data, completed=True)
+            self._final_uncommitted.add(key)
+
+    # --------------------------------------------------------- the driver side
+
+    def request_snapshot(self) -> None:
+        """Starts a snapshot at the next `tick()` that is allowed to, whatever the interval."""
+        self._next_start = float("-inf")
+
+    def tick(self) -> None:
+        """Commits the snapshot under way once complete, or starts one when it is due."""
+        if self._in_progress:
+            with self._lock:
+                complete = not self._outstanding
+            if complete:
+                self._commit()
+            return
+        now = self._clock()
+        if self._next_start is None:
+            self._next_start = now + self._interval
+        if now < self._next_start or len(self._finals) == len(self._tasklets):
+            return
+        self._gates = [t for t in self._gates if t.delays_snapshots()]
+        if self._gates:
+            return
+        with self._lock:
+            self._outstanding = set(self._tasklets) - set(self._finals)
+            self._in_progress = True
+            self.requested_id += 1
+        self._next_start = max(now, self._next_start) + self._interval
+
+    def job_completed(self) -> None:
+        """The job ended successfully: every final state counts as committed (the job will not
+        be restored from anything older)."""
+        with self._lock:
+            finals = sorted(self._final_uncommitted)
+            self._final_uncommitted.clear()
+        self._tell_finals_committed(finals)
+
+    def _commit(self) -> None:
+        with self._lock:
+            processors = {**self._states, **self._finals}
+            finals = sorted(self._final_uncommitted)
+            self._final_uncommitted.clear()
+            snapshot_id = self.requested_id
+        plan = self._plan
+        snapshot = Snapshot(
+            snapshot_id,
+            plan.member_count,
+            {name: v.local_parallelism for name, v in plan.vertices.items()},
+            processors,
+        )
+        try:
+            self.store.save(snapshot)
+        except Exception as error:
+            raise JobFailedError.caused_by(
+                error, vertex_name=None, callback=f"saving snapshot {snapshot_id} to {self.store}"
+            ) from error
+        self.committed_id = snapshot_id
+        self._in_progress = False
+        _log.info(
+            "%s: snapshot %d committed (%d processors, %d bytes)",
+            self._job_name,
+            snapshot_id,
+            len(processors),
+            snapshot.size(),
+        )
+        self._tell_finals_committed(finals)
+
+    def _tell_finals_committed(self, keys: list[ProcessorKey]) -> None:
+        for key in keys:
+            self._tasklets[key].final_state_committed()

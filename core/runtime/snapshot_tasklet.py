@@ -1,0 +1,230 @@
+"""The ProcessorTasklet of a job with a processing guarantee (manual §7.8, §8.3.4).
+
+On top of ProcessorTasklet's states it has:
+
+- restore (when the run starts from a snapshot): the entries routed to the processor go to
+  `restore_from_snapshot(inbox)` in batches, then `finish_snapshot_restore()` runs until True,
+  before any other callback. A processor restored as completed (see restore.py) then ends
+  without `complete()`.
+- save: `save_to_snapshot()` until True, the entries moved out of the outbox's snapshot
+  bucket after each call and serialized at the end, then reported to the coordinator. It
+  starts when the aligner has the barrier from every input queue (and the inbox is empty, and
+  no watermark waits), or, with no input left (sources), when the coordinator's
+  `requested_id` rises.
+- barrier: once the outbox is empty, `SnapshotBarrier(id)` goes to every outbound queue; the
+  aligner is released and the held-back queues are drained again.
+- final save: after `complete()` returns True, `save_to_snapshot()` is called once more; that
+  final state stands for the processor in every later snapshot, then DONE_ITEM goes out.
+
+A processor never has two uncommitted saves: a save (and the final save) waits until the
+previous one is committed. The commit reaches the processor as `snapshot_committed()`, called
+by this tasklet at the start of its next `call()`, or by the coordinator once the tasklet has
+reported its final state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jetspark.core.context import Context
+from jetspark.core.inbox import ArrayDequeInbox
+from jetspark.core.processor import Processor
+from jetspark.core.runtime.barrier import BarrierAligner, SnapshotBarrier
+from jetspark.core.runtime.coalescer import WatermarkCoalescer
+from jetspark.core.runtime.inbound import InboundStream
+from jetspark.core.runtime.outbox import TaskletOutbox
+from jetspark.core.runtime.restore import RestoredProcessor
+from jetspark.core.runtime.snapshot import SnapshotCoordinator
+from jetspark.core.runtime.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, ProcessorTasklet
+from jetspark.core.serialization import encode_batch
+from jetspark.edges.routing import Router
+
+RESTORE_BATCH = 1024
+"""Snapshot entries per `restore_from_snapshot` inbox."""
+
+
+class SnapshottingTasklet(ProcessorTasklet):
+    """Drives a processor through Jet's callbacks, snapshotting included (module docstring)."""
+
+    def __init__(
+        self,
+        processor: Processor,
+        context: Context,
+        outbox: TaskletOutbox,
+        streams: Sequence[InboundStream],
+        routers: Sequence[Router],
+        coalescer: WatermarkCoalescer,
+        edge_names: Sequence[str],
+        *,
+        coordinator: SnapshotCoordinator,
+        aligner: BarrierAligner,
+        restored: RestoredProcessor | None,
+        retain_watermarks: bool = False,
+    ) -> None:
+        super().__init__(
+            processor,
+            context,
+            outbox,
+            streams,
+            routers,
+            coalescer,
+            edge_names,
+            retain_watermarks=retain_watermarks,
+        )
+        self.key = (self.vertex_name, self.index)
+        self._coordinator = coordinator
+        self._aligner = aligner
+        self._saved_id = coordinator.requested_id
+        """The last snapshot this processor saved (or the one before the run's first)."""
+        self._commits_seen = coordinator.committed_id
+        self._uncommitted = False
+        """True from a save until `snapshot_committed()` was called for it."""
+        self._handed_over = False
+        """True once the final state went to the coordinator, which then owns the commits."""
+        self._saving_id = 0
+        self._entries: list[Any] = []
+        self._resume: Callable[[], int] = self._process_inbound
+        self._after_complete = self._save_final
+        self._restored = restored
+        self._restore_position = 0
+        self._restore_inbox = ArrayDequeInbox()
+        if restored is not None:
+            self._state = self._restore
+
+    def delays_snapshots(self) -> bool:
+        """True while restoring, or while an inbound edge of a lower priority number than the
+        last is not exhausted (manual §8.1.6)."""
+        return self._restored is not None or (
+            not self._handed_over and self.priority_groups_left() > 1
+        )
+
+    def call(self) -> int:
+        """Delivers a commit the coordinator made since the last call, then one step."""
+        if self._coordinator.committed_id != self._commits_seen and not self._handed_over:
+            self._commits_seen = self._coordinator.committed_id
+            if self._uncommitted:
+                self._tell_committed()
+        return super().call()
+
+    def final_state_committed(self) -> None:
+        """Called by the coordinator: the final state is committed (or the job completed)."""
+        self._tell_committed()
+
+    def _tell_committed(self) -> None:
+        self._uncommitted = False
+        self.callback = "snapshot_committed"
+        try:
+            self.processor.snapshot_committed()
+        except Exception as error:
+            raise self._failure(error, self.callback) from error
+
+    # ------------------------------------------------------------------ restore
+
+    def _restore(self) -> int:
+        restored = self._restored
+        assert restored is not None
+        queue = self._restore_inbox.queue
+        if not queue:
+            start = self._restore_position
+            if start >= len(restored.entries):
+                self._state = self._finish_restore
+                return MADE_PROGRESS
+            self._restore_position = start + RESTORE_BATCH
+            queue.extend(restored.entries[start : self._restore_position])
+        before = len(queue)
+        self.callback = "restore_from_snapshot"
+        self.processor.restore_from_snapshot(self._restore_inbox)
+        return MADE_PROGRESS if len(queue) < before else NO_PROGRESS
+
+    def _finish_restore(self) -> int:
+        restored = self._restored
+        assert restored is not None
+        self.callback = "finish_snapshot_restore"
+        if not self.processor.finish_snapshot_restore():
+            return NO_PROGRESS
+        self._restored = None
+        self._state = self._save_final if restored.completed else self._process_inbound
+        return MADE_PROGRESS
+
+    # -------------------------------------------------------- when to save
+
+    def _process_inbound(self) -> int:
+        aligner = self._aligner
+        if aligner.ready and self.coalescer.pending is None:
+            stream = self._stream
+            if stream is None or not stream.inbox.queue:
+                assert aligner.snapshot_id is not None
+                return self._begin_save(aligner.snapshot_id, self._process_inbound)
+        result = super()._process_inbound()
+        return (result | MADE_PROGRESS) if aligner.ready else result
+
+    def _complete_all(self) -> int:
+        requested = self._coordinator.requested_id
+        if requested > self._saved_id:
+            return self._begin_save(requested, self._complete_all)
+        return super()._complete_all()
+
+    def _begin_save(self, snapshot_id: int, resume: Callable[[], int]) -> int:
+        self._saving_id = snapshot_id
+        self._resume = resume
+        self._state = self._save
+        return MADE_PROGRESS
+
+    # ------------------------------------------------------------------- save
+
+    def _save(self) -> int:
+        step = self._call_save()
+        if step != DONE:
+            return step
+        self._coordinator.saved(self.key, self._saving_id, self._serialized())
+        self._saved_id = self._saving_id
+        self._uncommitted = True
+        self._state = self._emit_barrier
+        return MADE_PROGRESS
+
+    def _emit_barrier(self) -> int:
+        self.callback = "forwarding a snapshot barrier"
+        if not self._push_control(SnapshotBarrier(self._saved_id)):
+            return NO_PROGRESS
+        self._aligner.release()
+        for stream in self.streams:
+            stream.unblock()
+        # one step of the resumed state in this same call, so that snapshots started back to
+        # back still leave the processor a callback in between
+        self._state = self._resume
+        return self._resume() | MADE_PROGRESS
+
+    def _save_final(self) -> int:
+        step = self._call_save()
+        if step != DONE:
+            return step
+        self._handed_over = True
+        self._coordinator.completed(self.key, self._serialized())
+        self._state = self._emit_done
+        return MADE_PROGRESS
+
+    def _call_save(self) -> int:
+        """One `save_to_snapshot()` call, once the previous save is committed; its entries move
+        from the outbox's snapshot bucket to the save under way. DONE when it returned True.
+        """
+        if self._uncommitted:
+            return NO_PROGRESS
+        self.callback = "save_to_snapshot"
+        done = self.processor.save_to_snapshot()
+        bucket = self.outbox.snapshot_bucket
+        moved = bool(bucket)
+        if moved:
+            self._entries.extend(bucket)
+            bucket.clear()
+        if done:
+            return DONE
+        return MADE_PROGRESS if moved else NO_PROGRESS
+
+    def _serialized(self) -> bytes:
+        """The saved entries as bytes: a copy no later change of the processor's state affects."""
+        entries, self._entries = self._entries, []
+        return encode_batch(entries)
+
+    def __repr__(self) -> str:
+        return f"SnapshottingTasklet({self.name})"

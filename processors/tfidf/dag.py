@@ -1,0 +1,85 @@
+"""The TF-IDF DAG exactly in the manual's shape (§8.2.3).
+
+    doc-source (read_map_p DOCID_NAME: doc id -> name)
+        --distributed broadcast--> doc-count (aggregate_p counting, local parallelism 1)
+            --local broadcast, priority -1--> tf-idf:0
+        --local--> doc-lines (flat_map_using_context_p, non-cooperative file reads)
+            --> tokenize:1 (TokenizeP)
+    stopword-source (StopwordsP) --local broadcast, priority -1--> tokenize:0
+    tokenize --local partitioned by (doc id, word)--> tf (aggregate_by_key_p counting)
+        --distributed partitioned by word (MurmurHash3)--> tf-idf:1 (TfIdfP)
+        --> sink (write_map_p INVERTED_INDEX: word -> [(doc id, score), ...])
+
+doc-count sees every document on every member (distributed broadcast in, one processor per
+member) and hands D to the member's tf-idf processors (local broadcast out). tf needs only local
+data because doc-source partitions the documents by doc id and a document's lines stay on its
+member; tf-idf groups the term frequencies of each word, cluster-wide, by word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from jetspark.core.dag import DAG
+from jetspark.edges import between, from_
+from jetspark.partitioning import HASH_CODE
+from jetspark.processors import (
+    ContextFactory,
+    aggregate_by_key_p,
+    aggregate_p,
+    entry,
+    flat_map_using_context_p,
+    read_map_p,
+    whole_item,
+    write_map_p,
+)
+from jetspark.processors.aggregate import counting
+from jetspark.processors.tfidf.processors import (
+    DocLines,
+    StopwordsP,
+    TfEntry,
+    TfIdfP,
+    TokenizeP,
+    processor_logger,
+)
+from jetspark.processors.tfidf.tokenize import ASCII
+
+DOCID_NAME = "docId_name"
+"""The engine map doc-source reads: doc id -> document name (relative to the corpus root)."""
+INVERTED_INDEX = "inverted-index"
+"""The engine map the sink fills: word -> [(doc id, TF-IDF score), ...]."""
+
+FILE_READER = ContextFactory(processor_logger).non_cooperative()
+"""The context of the document readers: the processor's logger; blocking reads, own thread."""
+
+
+def word_of(tf_entry: TfEntry) -> str:
+    """The word of a `((doc id, word), tf)` entry: tf-idf's partitioning key."""
+    return tf_entry[0][1]
+
+
+def build_dag(docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASCII) -> DAG:
+    """The TF-IDF DAG over the documents named in the DOCID_NAME map, files under `docs_dir`."""
+    stopword_set = frozenset(stopwords)
+    dag = DAG("tf-idf")
+    stopword_source = dag.new_vertex(
+        "stopword-source", lambda: StopwordsP(stopword_set), local_parallelism=1
+    )
+    doc_source = dag.new_vertex("doc-source", read_map_p(DOCID_NAME))
+    doc_count = dag.new_vertex("doc-count", aggregate_p(counting()), local_parallelism=1)
+    doc_lines = dag.new_vertex(
+        "doc-lines", flat_map_using_context_p(FILE_READER, DocLines(str(docs_dir)))
+    )
+    tokenize = dag.new_vertex("tokenize", lambda: TokenizeP(tokenizer))
+    tf = dag.new_vertex("tf", aggregate_by_key_p([whole_item], counting(), entry))
+    tf_idf = dag.new_vertex("tf-idf", TfIdfP)
+    sink = dag.new_vertex("sink", write_map_p(INVERTED_INDEX))
+    dag.edge(between(stopword_source, tokenize).broadcast().priority(-1))
+    dag.edge(from_(doc_lines).to(tokenize, 1))
+    dag.edge(between(doc_source, doc_count).distributed().broadcast())
+    dag.edge(from_(doc_source, 1).to(doc_lines))
+    dag.edge(between(tokenize, tf).partitioned(whole_item, HASH_CODE))
+    dag.edge(between(doc_count, tf_idf).broadcast().priority(-1))
+    dag.edge(from_(tf).to(tf_idf, 1).distributed().partitioned(word_of))
+    dag.edge(between(tf_idf, sink))
+    return dag

@@ -1,0 +1,143 @@
+"""The saved inverted index: one msgpack file, written atomically, and its TSV export.
+
+The file holds one msgpack map:
+
+    {"format": "jetspark-tfidf-index", "version": 1,
+     "root": "/abs/path/of/DOCS_DIR",
+     "tokenizer": "ascii" | "unicode",
+     "stopwords": ["a", "and", ...],                  sorted
+     "documents": ["json/decoder.py", ...],           doc id = position, names relative to root
+     "index": {"word": [[doc id, score], ...], ...}}  postings sorted by doc id
+
+A score is TF * IDF as a float64 (IDF = ln(D / DF)); words in every document are kept with
+score 0.0. Search reads the tokenizer and the stopwords from the file, so a query is tokenized
+exactly as the documents were. The file is written to a temporary file in the target's
+directory and renamed over the target, so a reader never sees a half-written index.
+
+`--tsv FILE` writes one `word<TAB>document<TAB>score` line per posting, sorted by word and
+document, the score in Python's shortest round-trip form. In a document name, backslash, tab,
+newline and carriage return are written as `\\\\`, `\\t`, `\\n`, `\\r` (words never contain them).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import msgpack
+
+from jetspark.processors.tfidf.errors import InputError
+from jetspark.processors.tfidf.tokenize import ASCII, TOKENIZERS
+
+FORMAT = "jetspark-tfidf-index"
+VERSION = 1
+DEFAULT_INDEX_PATH = "jetspark-index.msgpack"
+"""Where `jetspark tfidf` saves and `jetspark search` reads, relative to the working directory."""
+
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+@dataclass
+class TfIdfIndex:
+    """An inverted index: word -> [(doc id, TF-IDF score), ...], and what it was built from."""
+
+    documents: tuple[str, ...]
+    words: Mapping[str, Sequence[tuple[int, float]]]
+    stopwords: frozenset[str] = field(default_factory=frozenset)
+    tokenizer: str = ASCII
+    root: str = ""
+
+    @property
+    def posting_count(self) -> int:
+        """The number of (word, document) pairs."""
+        return sum(map(len, self.words.values()))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the index to `path` atomically (temporary file + rename)."""
+        document = {
+            "format": FORMAT,
+            "version": VERSION,
+            "root": self.root,
+            "tokenizer": self.tokenizer,
+            "stopwords": sorted(self.stopwords),
+            "documents": list(self.documents),
+            "index": {word: sorted(postings) for word, postings in sorted(self.words.items())},
+        }
+        packer = msgpack.Packer(use_bin_type=True)
+        _write_atomically(path, "xb", lambda file: file.write(packer.pack(document)))
+
+    def write_tsv(self, path: str | os.PathLike[str]) -> None:
+        """Writes `word<TAB>document<TAB>score` lines to `path` atomically."""
+        _write_atomically(path, "x", lambda file: file.writelines(self._tsv_lines()))
+
+    def _tsv_lines(self) -> Iterator[str]:
+        names = [name.translate(_TSV_ESCAPES) for name in self.documents]
+        for word in sorted(self.words):
+            for doc_id, score in sorted(self.words[word], key=lambda p: names[p[0]]):
+                yield f"{word}\t{names[doc_id]}\t{score!r}\n"
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TfIdfIndex:
+        """Reads an index saved by `save`; InputError for a missing or foreign file."""
+        try:
+            with open(path, "rb") as file:
+                document = msgpack.unpackb(file.read(), raw=False, use_list=False)
+        except OSError as error:
+            raise InputError(
+                f"cannot read the index {str(path)!r}: {error.strerror or error} "
+                "(build one with `jetspark tfidf`)"
+            ) from error
+        except (ValueError, msgpack.UnpackException) as error:
+            raise InputError(f"{str(path)!r} is not a jetspark index (not msgpack)") from error
+        return cls._from_document(document, str(path))
+
+    @classmethod
+    def _from_document(cls, document: Any, path: str) -> TfIdfIndex:
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
+            raise InputError(f"{path!r} is not a jetspark TF-IDF index")
+        if document.get("version") != VERSION:
+            raise InputError(
+                f"{path!r} is an index of version {document.get('version')!r}; this jetspark "
+                f"reads version {VERSION}: rebuild it with `jetspark tfidf`"
+            )
+        if document.get("tokenizer") not in TOKENIZERS:
+            raise InputError(f"{path!r} names an unknown tokenizer {document.get('tokenizer')!r}")
+        return cls(
+            tuple(document["documents"]),
+            document["index"],
+            frozenset(document["stopwords"]),
+            document["tokenizer"],
+            document["root"],
+        )
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raises InputError unless a file can be written at `path` (checked before a long job)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise InputError(f"cannot write {str(path)!r}: it is a directory")
+    if not os.path.isdir(directory):
+        raise InputError(f"cannot write {str(path)!r}: the directory {directory!r} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write {str(path)!r}: the directory {directory!r} is read-only")
+
+
+def _write_atomically(
+    path: str | os.PathLike[str], mode: str, write: Callable[[IO[Any]], object]
+) -> None:
+    """Writes through `write` into a temporary file beside `path`, then renames it to `path`."""
+    directory, name = os.path.split(os.path.abspath(path))
+    temp_path = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(temp_path, mode, encoding=None if "b" in mode else "utf-8") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp_path, path)
+    except BaseException:
+        if os.path.exists(temp_path):
+            os.unlink(temp_path)
+        raise

@@ -1,0 +1,201 @@
+"""The TF-IDF job's own processors (manual §8.2.3), written as a user of the Core API would.
+
+`StopwordsP`, `TokenizeP` and `TfIdfP` are the manual's custom processors; `DocLines` and
+`DocWords` are the functions of the library's `flat_map_using_context_p` that read documents
+(non-cooperative: file reads block).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import Context
+from jetspark.core.snapshot_keys import broadcast_key
+from jetspark.core.traverser import Traverser, traverse_iterable
+from jetspark.processors.sources import SourceP
+from jetspark.processors.tfidf.corpus import open_document
+from jetspark.processors.tfidf.tokenize import ASCII, Tokenizer
+
+DocLine = tuple[int, str]
+"""(doc id, line): what doc-lines emits."""
+TfEntry = tuple[tuple[int, str], int]
+"""((doc id, word), term frequency): what tf emits."""
+IndexEntry = tuple[str, list[tuple[int, float]]]
+"""(word, [(doc id, TF-IDF score), ...]): what tf-idf emits."""
+
+_STOPWORDS = broadcast_key("stopwords")
+_DOCUMENT_COUNT = broadcast_key("document_count")
+
+
+class StopwordsP(SourceP):
+    """stopword-source: emits the stopword set as one item, from `complete()`.
+
+    A one-item source of the library (`SourceP`): its snapshot is its read position, so a
+    restored job does not send the set twice.
+    """
+
+    def __init__(self, stopwords: Iterable[str]) -> None:
+        stopword_set = frozenset(stopwords)
+        super().__init__(lambda context: (stopword_set,))
+
+
+class TokenizeP(AbstractProcessor):
+    """tokenize: ordinal 0 is the stopword set, ordinal 1 `(doc id, line)` items, each turned
+    into a `(doc id, word)` item per word that is not a stopword.
+
+    The stopword edge must have priority -1: a line arriving before the set is an error.
+    Snapshot: the stopword set, under a broadcast key (every restored processor needs it).
+    """
+
+    def __init__(self, kind: str = ASCII) -> None:
+        self._tokenizer: Tokenizer | None = None
+        self._kind = kind
+        self._flat_mapper = self.flat_mapper(self._doc_words)
+
+    def _doc_words(self, doc_line: DocLine) -> list[tuple[int, str]]:
+        if self._tokenizer is None:
+            raise RuntimeError(
+                "tokenize received a line before the stopword set: the stopword edge must "
+                "have a lower priority number (-1) than the lines' edge"
+            )
+        doc_id = doc_line[0]
+        return [(doc_id, word) for word in self._tokenizer.words(doc_line[1])]
+
+    def try_process0(self, item: Any) -> bool:
+        self._tokenizer = Tokenizer(self._kind, frozenset(item))
+        return True
+
+    def try_process1(self, item: Any) -> bool:
+        return self._flat_mapper.try_process(item)
+
+    def save_to_snapshot(self) -> bool:
+        if self._tokenizer is None:
+            return True
+        return self.try_emit_to_snapshot(_STOPWORDS, sorted(self._tokenizer.stopwords))
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if key != _STOPWORDS:
+            raise ValueError(f"unexpected snapshot entry {key!r}")
+        self.try_process0(value)
+
+
+class TfIdfP(AbstractProcessor):
+    """tf-idf: ordinal 0 is the document count D, ordinal 1 `((doc id, word), tf)` entries.
+
+    On completion emits `(word, [(doc id, tf * idf), ...])` per word, with idf = log(D / DF)
+    (natural log; DF = the number of documents containing the word). A word in every document
+    has idf 0: it is kept, with scores 0.0, as the manual's sample does. Each word's documents
+    and term frequencies are kept as two lists of ints rather than a list of pairs: ints are not
+    tracked by the garbage collector, millions of pairs would be, and every full collection
+    would scan them.
+    Snapshot: the document count under a broadcast key, each word's two lists under the word
+    (the partitioning key of ordinal 1).
+    """
+
+    def __init__(self) -> None:
+        self._document_count: int | None = None
+        self._doc_ids_tfs: dict[str, tuple[list[int], list[int]]] = {}
+        self._inverted_index: Traverser | None = None
+        self._snapshot: Traverser | None = None
+
+    def try_process0(self, item: Any) -> bool:
+        self._document_count = item
+        return True
+
+    def try_process1(self, item: Any) -> bool:
+        (doc_id, word), tf = item
+        doc_ids_tfs = self._doc_ids_tfs.get(word)
+        if doc_ids_tfs is None:
+            self._doc_ids_tfs[word] = ([doc_id], [tf])
+        else:
+            doc_ids_tfs[0].append(doc_id)
+            doc_ids_tfs[1].append(tf)
+        return True
+
+    def complete(self) -> bool:
+        if self._doc_ids_tfs and self._document_count is None:
+            raise RuntimeError(
+                "tf-idf received term frequencies but no document count: connect doc-count to "
+                "ordinal 0 with a lower priority number than tf's edge"
+            )
+        if self._inverted_index is None:
+            self._inverted_index = traverse_iterable(
+                map(self._to_index_entry, self._doc_ids_tfs.items())
+            )
+        return self.emit_from_traverser(self._inverted_index)
+
+    def _to_index_entry(self, entry: tuple[str, tuple[list[int], list[int]]]) -> IndexEntry:
+        word, (doc_ids, tfs) = entry
+        assert self._document_count is not None
+        idf = math.log(self._document_count) - math.log(len(doc_ids))
+        return word, list(zip(doc_ids, [tf * idf for tf in tfs], strict=True))
+
+    def save_to_snapshot(self) -> bool:
+        if self._snapshot is None:
+            entries: list[tuple[Any, Any]] = list(self._doc_ids_tfs.items())
+            if self._document_count is not None:
+                entries.append((_DOCUMENT_COUNT, self._document_count))
+            self._snapshot = traverse_iterable(entries)
+        if not self.emit_from_traverser_to_snapshot(self._snapshot):
+            return False
+        self._snapshot = None
+        return True
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if key == _DOCUMENT_COUNT:
+            self._document_count = value
+            return
+        doc_ids, tfs = self._doc_ids_tfs.setdefault(key, ([], []))
+        doc_ids.extend(value[0])
+        tfs.extend(value[1])
+
+
+def processor_logger(context: Context) -> logging.Logger:
+    """The context object of the document readers: their processor's logger."""
+    return context.logger
+
+
+def _document_lines(logger: logging.Logger, root: str, name: str) -> Iterator[str]:
+    """The lines of a document, without line ends; a file that fails to read is logged and ends
+    early, so one bad file (deleted or made unreadable after the corpus was listed) does not
+    fail the job.
+    """
+    try:
+        with open_document(os.path.join(root, name)) as file:
+            for line in file:
+                yield line.rstrip("\n")
+    except OSError as error:
+        logger.warning("document %r could not be read, indexed as read so far: %s", name, error)
+
+
+@dataclass(frozen=True)
+class DocLines:
+    """doc-lines: `(doc id, name)` -> `(doc id, line)` for every line of the document."""
+
+    root: str
+
+    def __call__(self, logger: logging.Logger, doc: tuple[int, str]) -> Iterator[DocLine]:
+        doc_id, name = doc
+        for line in _document_lines(logger, self.root, name):
+            yield doc_id, line
+
+
+@dataclass(frozen=True)
+class DocWords:
+    """`(doc id, name)` -> each distinct word of the document once (for document frequencies)."""
+
+    root: str
+    kind: str = ASCII
+
+    def __call__(self, logger: logging.Logger, doc: tuple[int, str]) -> set[str]:
+        tokenizer = Tokenizer(self.kind)
+        words: set[str] = set()
+        for line in _document_lines(logger, self.root, doc[1]):
+            words.update(tokenizer.words(line))
+        return words

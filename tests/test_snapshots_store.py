@@ -1,0 +1,118 @@
+"""Snapshot stores: in memory, and in a directory where a half-written snapshot is never used."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from jetspark.core import (
+    DirectorySnapshotStore,
+    InMemorySnapshotStore,
+    ProcessorSnapshot,
+    Snapshot,
+    SnapshotError,
+)
+from jetspark.core.serialization import encode_batch
+from jetspark.core.snapshot_keys import broadcast_key
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def snapshot(snapshot_id: int, value: object = "v") -> Snapshot:
+    """Two vertices, one with a completed processor; entries hold `value`."""
+    return Snapshot(
+        snapshot_id,
+        2,
+        {"source": 1, "sink": 2},
+        {
+            ("source", 0): ProcessorSnapshot(encode_batch([(broadcast_key("offset"), 5)])),
+            ("source", 1): ProcessorSnapshot(encode_batch([]), completed=True),
+            ("sink", 0): ProcessorSnapshot(encode_batch([("k", value), ("l", [1, 2])])),
+            ("sink", 1): ProcessorSnapshot(encode_batch([])),
+            ("sink", 2): ProcessorSnapshot(encode_batch([])),
+            ("sink", 3): ProcessorSnapshot(encode_batch([])),
+        },
+    )
+
+
+def test_in_memory_store_keeps_the_latest_snapshot():
+    store = InMemorySnapshotStore()
+    assert store.latest() is None and store.next_id() == 1
+    store.save(snapshot(1))
+    store.save(snapshot(2))
+    assert store.latest() == snapshot(2) and store.next_id() == 3
+    with pytest.raises(SnapshotError, match="not newer"):
+        store.save(snapshot(2))
+
+
+def test_directory_store_round_trips_a_snapshot(tmp_path):
+    store = DirectorySnapshotStore(tmp_path)
+    assert store.latest() is None and store.next_id() == 1
+    store.save(snapshot(3))
+    loaded = DirectorySnapshotStore(tmp_path).latest()
+    assert loaded == snapshot(3)
+    assert loaded is not None
+    assert loaded.processors[("sink", 0)].entries() == [("k", "v"), ("l", [1, 2])]
+    assert loaded.processors[("source", 1)].completed
+    assert store.next_id() == 4
+
+
+def test_directory_store_keeps_only_the_latest_complete_snapshot(tmp_path):
+    store = DirectorySnapshotStore(tmp_path)
+    store.save(snapshot(1))
+    store.save(snapshot(2))
+    assert sorted(os.listdir(tmp_path)) == ["snapshot-0000000002"]
+    with pytest.raises(SnapshotError, match="newer"):
+        store.save(snapshot(2))
+
+
+def half_write(store: DirectorySnapshotStore, snapshot_id: int, keep: set[str]) -> None:
+    """Writes a snapshot, then removes what a process dying before `keep` was done would lack."""
+    scratch = DirectorySnapshotStore(os.path.join(store.directory, "scratch"))
+    scratch.save(snapshot(snapshot_id, value="newer"))
+    source = os.path.join(scratch.directory, f"snapshot-{snapshot_id:010d}")
+    target = os.path.join(store.directory, f"snapshot-{snapshot_id:010d}")
+    os.makedirs(target)
+    for name in keep:
+        os.replace(os.path.join(source, name), os.path.join(target, name))
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        set(),
+        {"vertex-0.bin"},
+        {"vertex-0.bin", "vertex-1.bin"},
+        {"MANIFEST", "vertex-0.bin"},
+    ],
+    ids=["empty", "one vertex", "no manifest", "missing vertex file"],
+)
+def test_a_half_written_snapshot_is_never_used(tmp_path, keep):
+    store = DirectorySnapshotStore(tmp_path / "store")
+    store.save(snapshot(1))
+    half_write(store, 2, keep)
+    assert store.latest() == snapshot(1)
+    assert store.next_id() == 3, "the next snapshot never reuses the half-written one's id"
+    store.save(snapshot(3, value="third"))
+    assert store.latest() == snapshot(3, value="third")
+    assert sorted(n for n in os.listdir(store.directory) if n.startswith("snapshot")) == [
+        "snapshot-0000000003"
+    ]
+
+
+@pytest.mark.parametrize("damage", ["truncated manifest", "changed vertex file"])
+def test_a_damaged_snapshot_is_skipped_for_the_previous_one(tmp_path, damage):
+    store = DirectorySnapshotStore(tmp_path)
+    store.save(snapshot(1))
+    newer = DirectorySnapshotStore(tmp_path / "scratch")
+    newer.save(snapshot(2))
+    os.replace(tmp_path / "scratch" / "snapshot-0000000002", tmp_path / "snapshot-0000000002")
+    path = (
+        tmp_path
+        / "snapshot-0000000002"
+        / ("MANIFEST" if damage == "truncated manifest" else "vertex-1.bin")
+    )
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncated manifest" else data + b"x")
+    assert store.latest() == snapshot(1)

@@ -1,0 +1,131 @@
+"""The TF-IDF job's own processors under TestSupport, and its document readers.
+
+StopwordsP, TokenizeP and TfIdfP all hold state (whether the set was sent, the stopword set,
+the term frequencies), so every verification runs with snapshots on, including a rescaled
+restore where the processor sits behind a partitioned edge.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+
+from jetspark.core.test_support import TestSupport
+from jetspark.processors.tfidf import StopwordsP, TfIdfP, TokenizeP
+from jetspark.processors.tfidf.dag import word_of
+from jetspark.processors.tfidf.processors import DocLines, DocWords
+
+STOPWORDS = frozenset({"the", "a", "of"})
+LINES = [(1, "The quick fox"), (2, "A fox, of course: the END."), (3, ""), (1, "Quick!")]
+TOKENS = [(1, "quick"), (1, "fox"), (2, "fox"), (2, "course"), (2, "end"), (1, "quick")]
+
+
+def verify(supplier: object) -> TestSupport:
+    """Quiet TestSupport for `supplier`."""
+    return TestSupport.verify_processor(supplier).disable_logging()
+
+
+def doc_id_of(item: tuple[int, str]) -> int:
+    """The rescaling key of tokenize's lines and tokens: the document."""
+    return item[0]
+
+
+def test_stopwords_p_emits_the_set_once():
+    verify(lambda: StopwordsP(["the", "a", "the"])).expect_output([frozenset({"the", "a"})])
+
+
+def test_tokenize_p_splits_lowercases_and_drops_stopwords():
+    verify(TokenizeP).inputs([[STOPWORDS], LINES], priorities=[-1, 0]).expect_output(TOKENS)
+
+
+def test_tokenize_p_keeps_its_stopwords_across_a_rescaled_restore():
+    verify(TokenizeP).inputs([[STOPWORDS], LINES], priorities=[-1, 0]).output_checker(
+        TestSupport.SAME_ITEMS_ANY_ORDER
+    ).restore_rescaled(2, 3, [None, doc_id_of]).expect_output(TOKENS)
+
+
+def test_tokenize_p_unicode_keeps_non_ascii_letters():
+    verify(lambda: TokenizeP("unicode")).inputs(
+        [[frozenset()], [(7, "Größe café")]], priorities=[-1, 0]
+    ).expect_output([(7, "größe"), (7, "café")])
+
+
+def test_tokenize_p_fails_clearly_on_a_line_before_the_stopwords():
+    with pytest.raises(RuntimeError, match="before the stopword set"):
+        verify(TokenizeP).inputs([[STOPWORDS], LINES], priorities=[1, 0]).expect_output(TOKENS)
+
+
+TF = [
+    ((0, "jet"), 2),
+    ((1, "jet"), 1),
+    ((0, "spark"), 3),
+    ((0, "every"), 1),
+    ((1, "every"), 4),
+    ((2, "every"), 1),
+]
+
+
+def expected_tf_idf(document_count: int) -> list[tuple[str, list[tuple[int, float]]]]:
+    """TF * IDF for TF, written out by hand; IDF = ln D - ln DF as the manual computes it."""
+    log_d = math.log(document_count)
+    return [
+        ("jet", [(0, 2 * (log_d - math.log(2))), (1, 1 * (log_d - math.log(2)))]),
+        ("spark", [(0, 3 * (log_d - math.log(1)))]),
+        ("every", [(0, 0.0), (1, 0.0), (2, 0.0)]),
+    ]
+
+
+def same_index_entries(expected: list, actual: list) -> bool:
+    """Equal as word -> {doc id: score} maps, scores to 1e-12, in any order."""
+
+    def as_map(entries: list) -> dict[str, dict[int, float]]:
+        return {word: dict(postings) for word, postings in entries}
+
+    want, got = as_map(expected), as_map(actual)
+    return (
+        len(actual) == len(expected)
+        and want.keys() == got.keys()
+        and all(
+            want[w].keys() == got[w].keys()
+            and all(math.isclose(want[w][d], got[w][d], abs_tol=1e-12) for d in want[w])
+            for w in want
+        )
+    )
+
+
+def test_tf_idf_p_scores_tf_times_ln_d_over_df_and_keeps_idf_zero_words():
+    verify(TfIdfP).inputs([[3], TF], priorities=[-1, 0]).output_checker(
+        same_index_entries
+    ).expect_output(expected_tf_idf(3))
+
+
+def test_tf_idf_p_restores_rescaled_by_word():
+    verify(TfIdfP).inputs([[3], TF], priorities=[-1, 0]).output_checker(
+        same_index_entries
+    ).restore_rescaled(2, 3, [None, word_of]).restore_rescaled(3, 1, [None, word_of]).expect_output(
+        expected_tf_idf(3)
+    )
+
+
+def test_tf_idf_p_without_a_document_count_fails_clearly():
+    with pytest.raises(RuntimeError, match="no document count"):
+        verify(TfIdfP).inputs([[], TF]).expect_output([])
+
+
+def test_doc_lines_reads_utf8_with_errors_replaced_and_keeps_the_bom(tmp_path):
+    (tmp_path / "d.txt").write_bytes(b"\xef\xbb\xbfcaf\xc3\xa9\r\nbad \xff byte\n")
+    lines = list(DocLines(str(tmp_path))(logging.getLogger("t"), (4, "d.txt")))
+    assert lines == [(4, "\ufeffcafé"), (4, "bad \ufffd byte")]
+
+
+def test_doc_words_are_the_distinct_tokens(tmp_path):
+    (tmp_path / "d.txt").write_text("Jet jet JET\nspark, jet\n", encoding="utf-8")
+    assert DocWords(str(tmp_path))(logging.getLogger("t"), (0, "d.txt")) == {"jet", "spark"}
+
+
+def test_a_document_that_vanished_is_logged_not_fatal(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        assert list(DocLines(str(tmp_path))(logging.getLogger("t"), (0, "gone.txt"))) == []
+    assert "'gone.txt' could not be read" in caplog.text
