@@ -13,7 +13,7 @@ from typing import Any
 from pyspark import RDD, InheritableThread, SparkContext, StorageLevel
 from pyspark.core.broadcast import Broadcast
 
-from jetspark.core.config import JobConfig
+from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError
 from jetspark.core.job import Job
@@ -129,6 +129,13 @@ class SparkEngine:
         """Validates `dag` and starts it on Spark; returns at once."""
         config = config or JobConfig()
         dag.validate()
+        if config.processing_guarantee is not ProcessingGuarantee.NONE:
+            _log.warning(
+                "SparkEngine takes no snapshots (processing guarantee %s ignored): a batch job "
+                "is made safe by Spark re-running failed tasks from their inputs, with sinks "
+                "that commit atomically; see docs/fault_tolerance.md",
+                config.processing_guarantee.name,
+            )
         job = SparkJob(next(_job_ids), config.name, self.context)
         thread = InheritableThread(
             target=self._execute, args=(job, dag, config), name=f"jetspark-{job.name}", daemon=True
