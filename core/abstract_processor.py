@@ -39,7 +39,7 @@ class AbstractProcessor(Processor):
         self._iterable_traversers: dict[bool, tuple[Any, Traverser]] = {}
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        """Feeds items to the ordinal's try-method, removing each one only after it returned True."""
+        """Feeds items to the ordinal's try-method; an item is removed only once it returned True."""
         try_process = self._item_handler(ordinal)
         if type(inbox) is ArrayDequeInbox:
             queue = inbox.queue
@@ -136,7 +136,7 @@ class AbstractProcessor(Processor):
         return self.outbox.offer_to_snapshot(key, value)
 
     def emit_from_traverser_to_snapshot(self, traverser: Traverser | Iterable[Any]) -> bool:
-        """Offers `(key, value)` entries to the snapshot until refused (False) or exhausted (True)."""
+        """Offers `(key, value)` entries to the snapshot until refused (False) or done (True)."""
         source = self._traverser_for(traverser, snapshot=True)
         entry = self._pending_snapshot_item
         if entry is _NOTHING:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 
 class ProcessingGuarantee(enum.Enum):
-    """How a job behaves after a failure (manual §3.5): no snapshots, at least once, exactly once."""
+    """How a job behaves after a failure (manual §3.5): none, at-least-once, exactly-once."""
 
     NONE = "none"
     AT_LEAST_ONCE = "at_least_once"

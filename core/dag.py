@@ -58,7 +58,7 @@ class DAG:
         self._edges: list[Edge] = []
 
     def new_vertex(self, name: str, supplier: Any, local_parallelism: int | None = None) -> Vertex:
-        """Creates and adds a vertex; `supplier` is a processor factory, supplier or meta-supplier."""
+        """Adds a vertex; `supplier` is a processor factory, a supplier or a meta-supplier."""
         vertex = Vertex(name, supplier, -1 if local_parallelism is None else local_parallelism)
         return self.vertex(vertex)
 
@@ -209,7 +209,8 @@ class DAG:
             if e.is_distributed:
                 attributes.append("style=bold")
             lines.append(
-                f"  {_quote(e.source_name)} -> {_quote(e.dest_name or '')} [{', '.join(attributes)}];"
+                f"  {_quote(e.source_name)} -> {_quote(e.dest_name or '')} "
+                f"[{', '.join(attributes)}];"
             )
         lines.append("}")
         return "\n".join(lines)

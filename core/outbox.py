@@ -1,4 +1,4 @@
-"""The Outbox a processor emits to: one bounded bucket per outbound ordinal plus a snapshot bucket."""
+"""The Outbox a processor emits to: a bounded bucket per outbound ordinal, plus a snapshot one."""
 
 from __future__ import annotations
 
