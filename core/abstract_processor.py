@@ -39,7 +39,7 @@ class AbstractProcessor(Processor):
         self._iterable_traversers: dict[bool, tuple[Any, Traverser]] = {}
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        """Feeds items to the ordinal's try-method; an item is removed only once it returned True."""
+        """Feeds items to the ordinal's try-method; each leaves the inbox once it returned True."""
         try_process = self._item_handler(ordinal)
         if type(inbox) is ArrayDequeInbox:
             queue = inbox.queue
