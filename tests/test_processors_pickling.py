@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import cloudpickle
 import pytest
+from pyspark import cloudpickle
 
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import as_meta_supplier, as_processor_supplier

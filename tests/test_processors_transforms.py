@@ -6,7 +6,7 @@ shows that they save nothing and lose nothing across a restore.
 
 from __future__ import annotations
 
-import cloudpickle
+from pyspark import cloudpickle
 from test_processors_helpers import verify
 
 from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
