@@ -193,7 +193,8 @@ class WriteFileTransactionalP(AbstractProcessor):
 
     Restore: the files the snapshot names are published (the snapshot is complete, so they
     belong to the output, even if the process died before renaming them), the temporary files
-    its processor wrote after the snapshot are deleted, and the epochs continue; at another
+    its processor wrote after the snapshot are deleted, and every processor continues above the
+    highest saved epoch (so no file name is reused, at any parallelism); at another
     parallelism, processor j takes over the state of the old processors i with i mod the new
     total parallelism == j. Exactly-once: the lines of the items processed after the snapshot
     are never published, and are written again after the restart. At-least-once: a sink with
@@ -276,10 +277,12 @@ class WriteFileTransactionalP(AbstractProcessor):
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         saved = _TRANSACTIONS.saved(key, value)
+        epoch, sealed = saved.value
+        # Above every saved epoch, not only the taken-over ones: after a scale-down and up
+        # again, a processor index the snapshot lacks has published files of an earlier run.
+        self._epoch = max(self._epoch, epoch)
         if not ProcessorState.owns(self.context, saved):
             return
-        epoch, sealed = saved.value
-        self._epoch = max(self._epoch, epoch)
         self._publish([(temp, final) for temp, final in sealed])
         self._taken_over.add(saved.processor_index)
 

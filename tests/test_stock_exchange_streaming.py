@@ -1,0 +1,127 @@
+"""The stock-exchange example unbounded on LocalEngine: `--duration` runs the endless journal
+exactly-once into the transactional file sink, `--snapshots` lets a later run continue.
+
+The committed output is checked here against a count of our own (per 100 ms frame, then
+summed per window), not the example's: every window once, with the exact count, and no window
+missing before the last one every sink processor reached.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_processors_examples import load
+
+pytestmark = pytest.mark.timeout(30)
+
+stock = load("stock_exchange")
+
+
+def committed(out: Path) -> dict[str, list]:
+    """File name -> its windows, of the published `part-*` files."""
+    return {
+        path.name: [stock.parse_line(line) for line in path.read_text().splitlines()]
+        for path in sorted(out.glob("part-*"))
+    }
+
+
+def frame_counts(max_end: int) -> Counter:
+    """(end of the 100 ms frame, ticker) -> trades, for every trade up to `max_end`."""
+    frames: Counter = Counter()
+    n = 0
+    while stock.START_MILLIS + n * stock.TRADE_SPACING_MILLIS - 249 < max_end:
+        t = stock.trade(n)
+        frames[t.timestamp - t.timestamp % 100 + 100, t.ticker] += 1
+        n += 1
+    return frames
+
+
+def check_exact(files: dict[str, list]) -> list:
+    """Asserts the windows of `files` are exactly once, exact, and complete up to the last
+    end every sink processor reached; returns them."""
+    windows = [w for ws in files.values() for w in ws]
+    assert windows, "nothing was committed"
+    keys = Counter((w.end, w.ticker) for w in windows)
+    assert [k for k, n in keys.items() if n > 1] == [], "a window was committed twice"
+    frames = frame_counts(max(w.end for w in windows))
+    for w in windows:
+        plain = sum(frames[end, w.ticker] for end in range(w.end - 900, w.end + 1, 100))
+        assert w.count == plain, f"{w}: plain Python counts {plain}"
+    last_by_processor: dict[str, int] = {}
+    for name, ws in files.items():
+        index = name.split("-")[1]
+        last_by_processor[index] = max([w.end for w in ws], default=0)
+    complete_until = min(last_by_processor.values())
+    expected = {
+        (end, ticker)
+        for (frame_end, ticker) in frames
+        for end in range(frame_end, frame_end + 1000, 100)
+        if end <= complete_until
+    }
+    assert expected - keys.keys() == set(), "a window is missing"
+    return windows
+
+
+def run(out: Path, snapshots: Path | None, *extra: str) -> None:
+    argv = [str(out), "--duration", "1.2", "--snapshot-interval", "300", *extra]
+    stock.main(argv + (["--snapshots", str(snapshots)] if snapshots else []))
+
+
+def test_an_unbounded_run_commits_exact_windows_and_keeps_closing_them(tmp_path, capsys):
+    out = tmp_path / "out"
+    run(out, None, "--members", "2")
+    text = capsys.readouterr().out
+    windows = check_exact(committed(out))
+    # Event time ran far past the bounded run's 30 s: the watermarks kept the windows closing.
+    assert max(w.end for w in windows) - stock.START_MILLIS > 60_000
+    assert re.search(r"\d\.\d s: [\d,]+ trades read, [\d,]+ windows committed", text)
+    assert re.search(r"[\d,]+ snapshots? taken", text)
+    assert "the windows match a plain Python count" in text
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_second_run_with_the_snapshots_continues_without_duplicates(tmp_path, capsys):
+    out, snapshots = tmp_path / "out", tmp_path / "snapshots"
+    run(out, snapshots)
+    first = committed(out)
+    first_end = max(w.end for w in check_exact(first))
+    assert "continuing" not in capsys.readouterr().out
+    run(out, snapshots)
+    assert "continuing from snapshot" in capsys.readouterr().out
+    union = committed(out)
+    assert max(w.end for w in check_exact(union)) > first_end
+    for name, windows in first.items():  # what was committed stays as it was
+        assert union[name] == windows
+
+
+def test_continuing_at_other_member_counts_reuses_no_file_name(tmp_path, capsys):
+    """3 -> 2 -> 3 members: sink processor 2 comes back and must not overwrite its old files."""
+    out, snapshots = tmp_path / "out", tmp_path / "snapshots"
+    seen: dict[str, list] = {}
+    for members in ("3", "2", "3"):
+        run(out, snapshots, "--members", members)
+        files = committed(out)
+        assert {name: files[name] for name in seen} == seen
+        seen = files
+    check_exact(seen)
+    assert any(name.startswith("part-00002-") for name in seen)
+
+
+def test_unbounded_usage_errors_exit_2(tmp_path, capsys):
+    def exit_code(*argv: str) -> int:
+        with pytest.raises(SystemExit) as exit_:
+            stock.main(list(argv))
+        return exit_.value.code
+
+    assert exit_code(str(tmp_path / "a"), "--duration", "1", "--engine", "spark") == 2
+    error = capsys.readouterr().err
+    assert "SparkEngine runs bounded jobs only" in error and "docs/fault_tolerance.md" in error
+    assert exit_code(str(tmp_path / "a"), "--snapshots", str(tmp_path / "s")) == 2
+    assert exit_code("--duration", "1", "--snapshots", str(tmp_path / "s")) == 2
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "part-00000-00000000").write_text("")
+    assert exit_code(str(tmp_path / "old"), "--duration", "1") == 2
+    assert "holds the output of an earlier run" in capsys.readouterr().err
