@@ -8,6 +8,7 @@ with SIGKILL, either at item n (`item`) or while writing the manifest of snapsho
 
 from __future__ import annotations
 
+import glob
 import os
 import random
 import signal
@@ -81,17 +82,25 @@ class FailOnce:
 
 
 class KillAt:
-    """A map function that kills this process with SIGKILL at its `at`-th item."""
+    """A map function that kills this process with SIGKILL at its `at`-th item, or at the first
+    item after it once `committed_in` (a snapshot directory) holds a committed snapshot: the
+    sink saves on a thread of its own, so under load the first commit may come later."""
 
-    def __init__(self, at: int) -> None:
+    def __init__(self, at: int, committed_in: str | None = None) -> None:
         self.at = at
         self.seen = 0
+        self.committed_in = committed_in
 
     def __call__(self, item: Any) -> Any:
         self.seen += 1
-        if self.seen == self.at:
+        if self.seen >= self.at and self._committed():
             os.kill(os.getpid(), signal.SIGKILL)
         return item
+
+    def _committed(self) -> bool:
+        if self.committed_in is None:
+            return True
+        return bool(glob.glob(os.path.join(self.committed_in, "snapshot-*", "MANIFEST")))
 
 
 def config(guarantee: ProcessingGuarantee = EXACTLY_ONCE, interval: int = 3) -> JobConfig:
@@ -249,10 +258,11 @@ def _run_child(work: str, mode: str, n: int) -> None:
             write(path, data)
 
         snapshot_store.write_atomically = write_or_die  # type: ignore[assignment]
-    fault = KillAt(n) if mode == "item" else _whole
+    snapshots = os.path.join(work, "snapshots")
+    fault = KillAt(n, committed_in=snapshots) if mode == "item" else _whole
     local = engine()
     local.get_list("numbers").extend(range(NUMBERS))
-    store = DirectorySnapshotStore(os.path.join(work, "snapshots"))
+    store = DirectorySnapshotStore(snapshots)
     job = local.new_job(
         file_dag(fault, os.path.join(work, "out")), config(interval=2), snapshot_store=store
     )
