@@ -139,14 +139,21 @@ class DirectorySnapshotStore:
         os.makedirs(self.directory, exist_ok=True)
 
     def latest(self) -> Snapshot | None:
-        """The newest snapshot whose manifest and files are intact, or None."""
-        for snapshot_id in sorted(self._ids(), reverse=True):
-            try:
-                return self._load(snapshot_id)
-            except (OSError, ValueError, SnapshotError) as problem:
-                _log.warning(
-                    "skipping incomplete snapshot %d in %s: %s", snapshot_id, self, problem
-                )
+        """The newest snapshot whose manifest and files are intact, or None.
+
+        A save running meanwhile may complete a newer snapshot and delete the older ones while
+        this reads them; the directory is then listed again, so a complete snapshot is found.
+        """
+        tried: set[int] = set()
+        while candidates := sorted(set(self._ids()) - tried, reverse=True):
+            for snapshot_id in candidates:
+                tried.add(snapshot_id)
+                try:
+                    return self._load(snapshot_id)
+                except (OSError, ValueError, SnapshotError) as problem:
+                    _log.warning(
+                        "skipping incomplete snapshot %d in %s: %s", snapshot_id, self, problem
+                    )
         return None
 
     def next_id(self) -> int:
