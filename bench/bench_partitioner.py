@@ -21,14 +21,14 @@ KEYS: dict[str, list[object]] = {
 }
 
 
-def _route_default(keys: list[object]) -> None:
+def route_default(keys: list[object]) -> None:
     """Route every key with DEFAULT, as the edge routing code does per item."""
     partition = DEFAULT.partition
     for key in keys:
         partition(key, DEFAULT_PARTITION_COUNT)
 
 
-def _route_hash(keys: list[object]) -> None:
+def route_hash(keys: list[object]) -> None:
     """Route every key with Python's hash(), the baseline."""
     for key in keys:
         hash(key) % DEFAULT_PARTITION_COUNT
@@ -43,9 +43,9 @@ def _measure(benchmark, route: Callable[[list[object]], None], kind: str) -> Non
 
 @pytest.mark.parametrize("kind", sorted(KEYS))
 def test_default_partitioner(benchmark, kind: str) -> None:
-    _measure(benchmark, _route_default, kind)
+    _measure(benchmark, route_default, kind)
 
 
 @pytest.mark.parametrize("kind", sorted(KEYS))
 def test_python_hash(benchmark, kind: str) -> None:
-    _measure(benchmark, _route_hash, kind)
+    _measure(benchmark, route_hash, kind)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from jetspark.core.context import Context
 from jetspark.core.errors import UnsupportedOperationError
 from jetspark.core.inbox import ArrayDequeInbox, Inbox
-from jetspark.core.outbox import Ordinals, Outbox
+from jetspark.core.outbox import Ordinals, Outbox, is_plain_batch, offer_items_of
 from jetspark.core.processor import Processor
 from jetspark.core.traverser import Traverser, as_traverser
 
@@ -172,9 +172,13 @@ class AbstractProcessor(Processor):
 
 
 class FlatMapper:
-    """Emits `fn(item)`'s items; `try_process(item)` is False while some are still unsent."""
+    """Emits `fn(item)`'s items; `try_process(item)` is False while some are still unsent.
 
-    __slots__ = ("_fn", "_ordinal", "_out", "_processor")
+    A list or tuple of plain items (`is_plain_batch`), the usual result, goes to the outbox as a
+    batch (`offer_items`) when it is for every ordinal; anything else through a traverser.
+    """
+
+    __slots__ = ("_fn", "_ordinal", "_out", "_position", "_processor")
 
     def __init__(
         self,
@@ -185,13 +189,40 @@ class FlatMapper:
         self._processor = processor
         self._fn = fn
         self._ordinal = ordinal
-        self._out: Traverser | None = None
+        self._out: Sequence[Any] | Traverser | None = None
+        self._position = 0
+        """How many items of a batch `_out` went out."""
+
+    @property
+    def idle(self) -> bool:
+        """True when no item's results are waiting to go out."""
+        return self._out is None
+
+    def hold(self, result: Traverser | Iterable[Any] | None) -> Sequence[Any] | Traverser:
+        """Takes `result` as `fn`'s for the item of the next `try_process` call (for a caller
+        that computed it already); returns it as it will be emitted, a batch or a Traverser."""
+        out: Sequence[Any] | Traverser
+        if (
+            self._ordinal is None
+            and (type(result) is list or type(result) is tuple)
+            and is_plain_batch(result)
+        ):
+            out = result
+        else:
+            out = as_traverser(result)
+        self._out, self._position = out, 0
+        return out
 
     def try_process(self, item: Any) -> bool:
         """True when all items of `fn(item)` are emitted; call again with the same item if False."""
-        if self._out is None:
-            self._out = as_traverser(self._fn(item))
-        if self._processor.emit_from_traverser(self._out, self._ordinal):
+        out = self._out
+        if out is None:
+            out = self.hold(self._fn(item))
+        if isinstance(out, Traverser):
+            done = self._processor.emit_from_traverser(out, self._ordinal)
+        else:
+            self._position = offer_items_of(self._processor.outbox)(out, self._position)
+            done = self._position == len(out)
+        if done:
             self._out = None
-            return True
-        return False
+        return done

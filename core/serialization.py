@@ -7,6 +7,7 @@ never comes back as a tuple and no object is silently changed. The first byte sa
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from collections.abc import Iterable
 from typing import Any
@@ -15,27 +16,35 @@ import msgpack
 
 _MSGPACK = b"M"
 _PICKLE = b"P"
-_SCALARS = frozenset({str, bytes, float, bool, type(None)})
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+_SCALARS = frozenset({str, bytes, float, bool, type(None), int})
+"""Types msgpack (unpacked with use_list=False) gives back equal and of the same type; ints only
+within 64 bits, which `packb` checks itself (OverflowError)."""
 
 
-def _is_msgpack_exact(item: Any) -> bool:
-    """True when msgpack (unpacked with use_list=False) gives back an equal item of equal types."""
-    kind = type(item)
-    if kind in _SCALARS:
-        return True
-    if kind is int:
-        return _INT_MIN <= item <= _INT_MAX
-    if kind is tuple:
-        return all(_is_msgpack_exact(x) for x in item)
-    return False
+def _all_msgpack_exact(items: list[Any]) -> bool:
+    """True when every item is a scalar of `_SCALARS` or a tuple of such (nested alike).
+
+    One level at a time, in passes over the whole batch that run in C (the set of the items'
+    types, then the tuples' elements chained together), not a Python call per item.
+    """
+    kinds = set(map(type, items))
+    if tuple not in kinds:
+        return kinds <= _SCALARS
+    kinds.discard(tuple)
+    if not kinds <= _SCALARS:
+        return False
+    tuples = items if not kinds else [item for item in items if type(item) is tuple]
+    return _all_msgpack_exact(list(itertools.chain.from_iterable(tuples)))
 
 
 def encode_batch(items: Iterable[Any]) -> bytes:
     """Encodes a batch of items; raises TypeError naming the first item that cannot be encoded."""
     items = list(items)
-    if all(_is_msgpack_exact(item) for item in items):
-        return _MSGPACK + msgpack.packb(items, use_bin_type=True)
+    if _all_msgpack_exact(items):
+        try:
+            return _MSGPACK + msgpack.packb(items, use_bin_type=True)
+        except OverflowError:
+            pass  # an int beyond 64 bits: pickle keeps it exactly
     try:
         return _PICKLE + pickle.dumps(items, protocol=5)
     except (pickle.PicklingError, TypeError, AttributeError) as error:

@@ -7,7 +7,8 @@
 
 Run it with `python examples/wordcount.py [--engine spark|local] [--members N]`: it writes
 some generated lines to the engine's "lines" map, runs the job (on two members by default), and
-checks the counts against a plain Python count.
+checks the counts against a plain Python count. `build_dag(source=...)` takes any source of
+plain lines instead (`read_files_p(dir)`, `read_rdd_p(sc.textFile(dir))`): bench/ runs it so.
 """
 
 from __future__ import annotations
@@ -40,20 +41,29 @@ COUNTS = "counts"
 _DELIMITER = re.compile(r"\W+")
 
 
+def words(line: str) -> list[str]:
+    """A line's lowercase words: what a word is, for this job and for bench/'s baselines."""
+    return [word for word in _DELIMITER.split(line.lower()) if word]
+
+
 def tokenize(line_entry: tuple[int, str]) -> list[str]:
     """(line number, line) -> its lowercase words."""
-    return [word for word in _DELIMITER.split(line_entry[1].lower()) if word]
+    return words(line_entry[1])
 
 
-def build_dag(lines_map: str = LINES, counts_map: str = COUNTS) -> DAG:
-    """The word count DAG: counts the words of the lines in `lines_map` into `counts_map`."""
+def build_dag(lines_map: str = LINES, counts_map: str = COUNTS, *, source: Any = None) -> DAG:
+    """The word count DAG: counts the words of the lines in `lines_map` into `counts_map`.
+
+    `source`, a vertex supplier emitting lines as plain strings, replaces `lines_map`.
+    """
     dag = DAG("word-count")
-    source = dag.new_vertex("source", read_map_p(lines_map))
-    tokenizer = dag.new_vertex("tokenize", flat_map_p(tokenize))
+    lines, split = (read_map_p(lines_map), tokenize) if source is None else (source, words)
+    reader = dag.new_vertex("source", lines)
+    tokenizer = dag.new_vertex("tokenize", flat_map_p(split))
     accumulate = dag.new_vertex("accumulate", accumulate_by_key_p([whole_item], counting()))
     combine = dag.new_vertex("combine", combine_by_key_p(counting(), entry))
     sink = dag.new_vertex("sink", write_map_p(counts_map))
-    dag.edge(between(source, tokenizer))
+    dag.edge(between(reader, tokenizer))
     # local partitioned edge: each member counts its own words, no network
     dag.edge(between(tokenizer, accumulate).partitioned(whole_item, HASH_CODE))
     # distributed partitioned edge: one combiner per word in the whole cluster

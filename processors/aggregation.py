@@ -6,13 +6,14 @@ the second (it combines them and finishes); `aggregate_*` does both in one step 
 
 from __future__ import annotations
 
+from collections import _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorFn
-from jetspark.processors.aggregate import AggregateOperation
+from jetspark.processors.aggregate import AggregateOperation, counting
 from jetspark.processors.emission import ResumableEmission
 from jetspark.processors.functions import (
     NOTHING,
@@ -27,6 +28,9 @@ from jetspark.processors.functions import (
 from jetspark.processors.snapshots import ProcessorState
 
 _ACCUMULATOR = ProcessorState("accumulator")
+_COUNTING = counting()
+_COUNT_ONE = _COUNTING.accumulate_fn()
+"""counting()'s accumulate function: what the shortcuts for counting recognise it by."""
 
 
 def accumulate_by_key(
@@ -38,7 +42,13 @@ def accumulate_by_key(
 ) -> None:
     """Accumulates each item into `accs[key_fn(item)]`, creating missing accumulators: the
     keyed-aggregation core of every grouping processor.
+
+    `counting()` takes a shortcut: the standard library's C loop behind `Counter.update`
+    does `accs[key] = accs.get(key, 0) + 1` per key, what its create and accumulate do.
     """
+    if accumulate_fn is _COUNT_ONE and create_fn is _COUNTING.create_fn:
+        _count_elements(accs, items if key_fn is whole_item else map(key_fn, items))
+        return
     get = accs.get
     for item in items:
         key = key_fn(item)
@@ -75,8 +85,12 @@ class AggregateP(AbstractProcessor):
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         accumulate = self._op.accumulate_fn(ordinal)
+        items = drain(inbox)
+        if accumulate is _COUNT_ONE:  # counting(): one addition per batch, not a call per item
+            self._acc += len(items)
+            return
         acc = self._acc
-        for item in drain(inbox):
+        for item in items:
             acc = accumulate(acc, item)
         self._acc = acc
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context, ProcessorMetaSupplierContext
+from jetspark.core.outbox import Outbox, is_plain_batch, offer_items_of
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import ProcessorFn, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.partitioning import (
@@ -29,10 +30,12 @@ from jetspark.partitioning import (
     member_of_partition,
     partition_id,
 )
-from jetspark.processors.functions import NOTHING, engine_stores, whole_item
+from jetspark.processors.functions import engine_stores, whole_item
 from jetspark.processors.snapshots import ProcessorState
 
 _OFFSET = ProcessorState("source_offset")
+_CHUNK = 256
+"""Items a source reads ahead and offers as one batch."""
 
 ReadFn = Callable[[Context], Iterable[Any]]
 """Returns the items one source processor emits, in a deterministic order."""
@@ -42,15 +45,25 @@ class SourceP(AbstractProcessor):
     """Emits the items `read_fn(context)` returns from `complete()`, then completes.
 
     None items are skipped. The read position is saved to snapshots (see the module docstring).
+    Items are read `_CHUNK` at a time and offered as a batch (`offer_items`); the read position
+    counts only those emitted, so a snapshot never skips items read ahead.
     """
 
     def __init__(self, read_fn: ReadFn, cooperative: bool = True) -> None:
         self._read_fn = read_fn
         self._cooperative = cooperative
         self._items: Iterator[Any] | None = None
-        self._pending: Any = NOTHING
+        self._chunk: list[Any] = []
+        """Items read ahead; those before `_position` are emitted."""
+        self._position = 0
+        self._plain = True
+        """The chunk holds neither None nor a Watermark: it goes to the outbox as a batch."""
         self._offset = 0
         self._foreign_state_seen = False
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._offer_items = offer_items_of(outbox)
 
     def is_cooperative(self) -> bool:
         return self._cooperative
@@ -60,17 +73,24 @@ class SourceP(AbstractProcessor):
             self._items = iter(self._read_fn(self.context))
             for _ in itertools.islice(self._items, self._offset):
                 pass
-        item = self._pending
+        chunk, position = self._chunk, self._position
         while True:
-            if item is NOTHING:
-                item = next(self._items, NOTHING)
-                if item is NOTHING:
+            if position == len(chunk):
+                chunk, position = list(itertools.islice(self._items, _CHUNK)), 0
+                self._chunk, self._plain = chunk, is_plain_batch(chunk)
+                if not chunk:
+                    self._position = 0
                     return True
-            if item is not None and not self.try_emit(item):
-                self._pending = item
+            if self._plain:
+                end = self._offer_items(chunk, position)
+            else:  # None items are skipped, yet counted in the read position: one by one
+                end = position
+                while end < len(chunk) and (chunk[end] is None or self.try_emit(chunk[end])):
+                    end += 1
+            self._offset += end - position
+            position = self._position = end
+            if end < len(chunk):
                 return False
-            self._offset += 1
-            item = self._pending = NOTHING
 
     def save_to_snapshot(self) -> bool:
         return self.try_emit_to_snapshot(*_OFFSET.entry(self.context, self._offset))

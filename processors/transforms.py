@@ -6,14 +6,15 @@ simply transform whatever the upstream replays (under at-least-once, possibly an
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
-from jetspark.core.inbox import Inbox
-from jetspark.core.outbox import Outbox
+from jetspark.core.inbox import ArrayDequeInbox, Inbox
+from jetspark.core.outbox import Outbox, is_plain_batch, offer_items_of
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.core.traverser import Traverser
@@ -56,10 +57,58 @@ class _KeepIf:
 
 
 class FlatMapP(AbstractProcessor):
-    """Emits every item of the traverser or iterable `fn(item)` returns (None: no items)."""
+    """Emits every item of the traverser or iterable `fn(item)` returns (None: no items).
+
+    The results of consecutive items, lists or tuples of plain items (the usual results), go to
+    the outbox together as one batch while it has room; other results and the one that does not
+    fit go through a FlatMapper, resumed on the next call when the outbox fills up. An item
+    leaves the inbox once all its results went out.
+    """
 
     def __init__(self, fn: FlatMapFn) -> None:
+        self._fn = fn
         self._flat_mapper = self.flat_mapper(fn)
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._offer_items = offer_items_of(outbox)
+        self._room: Callable[[], int] | None = getattr(outbox, "room", None)
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        if self._room is None or type(inbox) is not ArrayDequeInbox:
+            super().process(ordinal, inbox)  # item by item
+            return
+        items, flat_mapper = inbox.queue, self._flat_mapper
+        while items:
+            if flat_mapper.idle:
+                self._emit_batch(items)
+                if flat_mapper.idle:  # the outbox is full, or the inbox empty
+                    return
+            if not flat_mapper.try_process(items[0]):
+                return
+            items.popleft()
+
+    def _emit_batch(self, items: deque[Any]) -> None:
+        """Flat-maps head items while their results fit the outbox's room together, and offers
+        them as one batch; the first item whose result does not fit, or is no plain sequence,
+        stays at the head, its result held by the FlatMapper."""
+        fn = self._fn
+        room = self._room()  # type: ignore[misc]
+        batch: list[Any] = []
+        while items and room:
+            result = fn(items[0])
+            if not (
+                (type(result) is list or type(result) is tuple)
+                and len(result) <= room
+                and is_plain_batch(result)
+            ):
+                self._flat_mapper.hold(result)
+                break
+            batch += result
+            room -= len(result)
+            items.popleft()
+        if batch:
+            self._offer_items(batch, 0)
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         return self._flat_mapper.try_process(item)

@@ -38,6 +38,7 @@ class TaskletOutbox(OutboxImpl):
         self._last_watermark: list[float] = [NO_WATERMARK] * len(capacities)
         if len(capacities) == 1:
             self.offer = self._single_bucket_offer()  # type: ignore[method-assign]
+            self.offer_items = self._single_bucket_offer_items()  # type: ignore[method-assign]
 
     def offer(self, item: Any, ordinal: Ordinals = None) -> bool:
         """Adds `item` to the bucket(s); False when a bucket is full (offer it again later)."""
@@ -62,6 +63,22 @@ class TaskletOutbox(OutboxImpl):
             return TaskletOutbox.offer(self, item, ordinal)
 
         return offer
+
+    def _single_bucket_offer_items(self) -> Callable[[Sequence[Any], int], int]:
+        """The one-bucket `offer_items`: the items that fit go in as one slice, so a batch costs
+        a list copy, not a call per item (unless a refused offer is pending)."""
+        bucket = self.buckets[0]
+        capacity = self.capacities[0]
+
+        def offer_items(items: Sequence[Any], start: int = 0) -> int:
+            if self._unfinished is not _NOTHING:
+                return OutboxImpl.offer_items(self, items, start)
+            stop = start + capacity - len(bucket)
+            chunk = items[start:stop] if start or stop < len(items) else items
+            bucket.extend(chunk)
+            return start + len(chunk)
+
+        return offer_items
 
     def _offer_watermark(self, watermark: Watermark, ordinal: Ordinals) -> bool:
         pending = self._unfinished

@@ -1,0 +1,121 @@
+"""Word count, every way the benchmarks run it; each returns the counts as a dict.
+
+jetspark runs the manual's two-stage DAG, `build_dag` of examples/wordcount.py, reading the
+files as a user would: `read_rdd_p(sc.textFile(dir))` on SparkEngine, `read_files_p(dir)` on
+LocalEngine. The baselines are what a user writes instead, reading the files the same way
+(`sc.textFile(dir)`, `open()`), and every side splits lines with the example's `words()`
+(lowercase, split on `\\W+`), so they all do the same work and get the same counts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import operator
+import sys
+from collections.abc import Iterable, Iterator
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from jetspark.core import JobConfig, LocalEngine
+
+_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "wordcount.py"
+_EXAMPLE_MODULE = "jetspark_example_wordcount"
+
+
+@cache
+def example() -> ModuleType:
+    """examples/wordcount.py, loaded once (examples/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(_EXAMPLE_MODULE, _EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_EXAMPLE_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def words(line: str) -> list[str]:
+    """The example's definition of a line's words."""
+    return example().words(line)  # type: ignore[no-any-return]
+
+
+def count_plainly(directory: Path) -> dict[str, int]:
+    """The single-process baseline: read the files, one dict loop."""
+    split = example().words
+    counts: dict[str, int] = {}
+    get = counts.get
+    for path in sorted(p for p in directory.iterdir() if p.is_file()):
+        with path.open(encoding="utf-8") as file:
+            for line in file:
+                for word in split(line):
+                    counts[word] = get(word, 0) + 1
+    return counts
+
+
+def count_on_local_engine(directory: Path, members: int = 1) -> dict[str, int]:
+    """The example's DAG on a fresh LocalEngine, reading the files with `read_files_p`."""
+    from jetspark.processors import read_files_p
+
+    engine = LocalEngine(members=members)
+    # the members share this process's file system: each file is read once, by one of them
+    dag = example().build_dag(source=read_files_p(str(directory), shared_file_system=True))
+    engine.new_job(dag, JobConfig(name="bench word count")).join()
+    return dict(engine.get_map(example().COUNTS))
+
+
+def count_on_spark_engine(engine: Any, directory: Path) -> dict[str, int]:
+    """The example's DAG on SparkEngine, reading `sc.textFile(dir)` with `read_rdd_p`."""
+    from jetspark.processors import read_rdd_p
+
+    counts = engine.get_map(example().COUNTS)
+    counts.clear()
+    source = read_rdd_p(engine.context.textFile(str(directory)))
+    engine.new_job(example().build_dag(source=source), JobConfig(name="bench word count")).join()
+    return dict(counts)
+
+
+def count_rdd(context: Any, directory: Path) -> dict[str, int]:
+    """The textbook PySpark word count: `flatMap` / `map` / `reduceByKey`."""
+    return (  # type: ignore[no-any-return]
+        context.textFile(str(directory))
+        .flatMap(example().words)
+        .map(lambda word: (word, 1))
+        .reduceByKey(operator.add)
+        .collectAsMap()
+    )
+
+
+def _partition_counts(lines: Iterable[str]) -> Iterator[tuple[str, int]]:
+    """One partition's words counted in a dict: the pre-aggregation of the optimised RDD job."""
+    split = example().words
+    counts: dict[str, int] = {}
+    get = counts.get
+    for line in lines:
+        for word in split(line):
+            counts[word] = get(word, 0) + 1
+    return iter(counts.items())
+
+
+def count_rdd_preaggregated(context: Any, directory: Path) -> dict[str, int]:
+    """The hand-optimised PySpark word count: a dict per partition, then `reduceByKey`."""
+    return (  # type: ignore[no-any-return]
+        context.textFile(str(directory))
+        .mapPartitions(_partition_counts)
+        .reduceByKey(operator.add)
+        .collectAsMap()
+    )
+
+
+def count_dataframe(session: Any, directory: Path) -> dict[str, int]:
+    """Spark SQL's word count, all in the JVM: split, explode, group by, count.
+
+    Java's `\\W` is ASCII-only, Python's is not: on non-ASCII text the counts can differ.
+    """
+    from pyspark.sql import functions as f
+
+    tokens = session.read.text(str(directory)).select(
+        f.explode(f.split(f.lower(f.col("value")), r"\W+")).alias("word")
+    )
+    rows = tokens.where(f.col("word") != "").groupBy("word").count().collect()
+    return {row["word"]: row["count"] for row in rows}

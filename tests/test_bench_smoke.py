@@ -1,0 +1,73 @@
+"""The benchmarks cannot rot: `python -m bench --smoke` runs every row on tiny data.
+
+In a subprocess, since the runner starts its own SparkContext (one per process). Numbers are
+never asserted; only that every row is there with finite numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parent.parent
+ROWS = {
+    *("1a", "1b", "1c", "2", "2b", "2c", "3"),
+    *("4a", "4b", "4c", "5a", "5b", "5c", "6a", "6b", "7a", "7b"),
+}
+
+
+@pytest.mark.skipif(shutil.which("java") is None and "JAVA_HOME" not in os.environ, reason="Java")
+def test_every_row_of_the_smoke_run_has_finite_numbers(tmp_path: Path) -> None:
+    output = tmp_path / "smoke.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", "--smoke", "--json", str(output)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    document = json.loads(output.read_text(encoding="utf-8"))
+    assert {row["number"] for row in document["rows"]} == ROWS
+    for row in document["rows"]:
+        for side in ("jetspark", "baseline", "ratio"):
+            samples = row[side]["samples"]
+            assert samples and all(math.isfinite(v) for v in samples), (row["number"], side)
+    assert "| 1b |" in run.stdout  # the table was printed
+    assert document["machine"]["java"] != "unknown"
+
+
+def test_the_pytest_benchmark_suites_run() -> None:
+    """bench/bench_*.py, each benchmark timed once."""
+    suites = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "bench").glob("bench_*.py"))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *suites,
+            "--benchmark-only",
+            "--benchmark-min-rounds=1",
+            "--benchmark-max-time=0",
+            "--benchmark-warmup=off",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-4000:]
