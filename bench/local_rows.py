@@ -36,7 +36,7 @@ def partitioner(rounds: int) -> list[Row]:
                 "murmur": lambda keys=keys: route_default(keys),
                 "hash": lambda keys=keys: route_hash(keys),
             },
-            max(rounds, 5),
+            rounds,
         )
         rate = {name: samples.map(lambda s: KEY_COUNT / s) for name, samples in times.items()}
         goal = Goal(">=", 1e6, "keys/s") if kind == "str" else None

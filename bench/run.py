@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench import data
 from bench.report import Row, machine_facts, markdown, write_json
@@ -147,43 +148,26 @@ def _run_rows(args: argparse.Namespace, corpora: Corpora) -> tuple[list[Row], st
 
     sizes = Sizes.of(args.mb, args.smoke)
     rounds = args.rounds
+    quick_rounds = rounds if args.smoke else max(rounds, 5)  # rows of a second or less
     wanted = [row for row in ROWS if row in args.rows]
     runners: dict[str, Callable[[], list[Row]]] = {
         "local": lambda: local_rows.local_word_count(
             corpora.text(sizes.local), corpora.megabytes(sizes.local), rounds
         ),
-        "partitioner": lambda: local_rows.partitioner(rounds),
+        "partitioner": lambda: local_rows.partitioner(quick_rounds),
     }
     spark = None
-    if not set(wanted) <= _LOCAL_ROWS:
-        from bench import spark_rows
-
-        _log(f"starting Spark on {args.master}")
-        spark = spark_rows.start_spark(args.master)
-        one_line = corpora.one_line()
-        text, megabytes = corpora.text(sizes.word_count), corpora.megabytes(sizes.word_count)
-        runners |= {
-            "wordcount": lambda: spark_rows.word_count(
-                spark, text, megabytes, rounds, data.is_ascii(text)
-            ),
-            "tfidf": lambda: spark_rows.tf_idf(
-                spark, corpora.documents(sizes.tf_idf), sizes.tf_idf, rounds
-            ),
-            "fixed": lambda: spark_rows.fixed_costs(spark, one_line, rounds),
-            "shuffle": lambda: spark_rows.shuffle(
-                spark, tuple(data.vocabulary()[0].tolist()), sizes.shuffle_items, rounds
-            ),
-            "scaling": lambda: spark_rows.scaling(
-                spark, {mb: corpora.generated(mb) for mb in sizes.scaling}, rounds
-            ),
-            "members": lambda: spark_rows.members(spark, text, megabytes, rounds),
-            "memory": lambda: spark_rows.memory(spark, text, megabytes),
-        }
     rows: list[Row] = []
     try:
-        if spark is not None and not args.smoke:
-            _log("warming up (Python workers, Spark SQL)")
-            spark_rows.warm_up(spark, corpora.generated(0.5))
+        if not set(wanted) <= _LOCAL_ROWS:
+            from bench import spark_rows
+
+            _log(f"starting Spark on {args.master}")
+            spark = spark_rows.start_spark(args.master)
+            runners |= _spark_runners(spark, corpora, sizes, rounds, quick_rounds)
+            if not args.smoke:
+                _log("warming up (Python workers, Spark SQL)")
+                spark_rows.warm_up(spark, corpora.generated(0.5))
         for name in wanted:
             started = time.perf_counter()
             _log(f"{name} ...")
@@ -194,6 +178,32 @@ def _run_rows(args: argparse.Namespace, corpora: Corpora) -> tuple[list[Row], st
         if spark is not None:
             spark.context.stop()
     return rows, java
+
+
+def _spark_runners(
+    spark: Any, corpora: Corpora, sizes: Sizes, rounds: int, quick_rounds: int
+) -> dict[str, Callable[[], list[Row]]]:
+    """The rows that run on `spark`, a `spark_rows.Spark`, by name."""
+    from bench import spark_rows
+
+    text, megabytes = corpora.text(sizes.word_count), corpora.megabytes(sizes.word_count)
+    return {
+        "wordcount": lambda: spark_rows.word_count(
+            spark, text, megabytes, rounds, data.is_ascii(text)
+        ),
+        "tfidf": lambda: spark_rows.tf_idf(
+            spark, corpora.documents(sizes.tf_idf), sizes.tf_idf, rounds
+        ),
+        "fixed": lambda: spark_rows.fixed_costs(spark, corpora.one_line(), quick_rounds),
+        "shuffle": lambda: spark_rows.shuffle(
+            spark, tuple(data.vocabulary()[0].tolist()), sizes.shuffle_items, rounds
+        ),
+        "scaling": lambda: spark_rows.scaling(
+            spark, {mb: corpora.generated(mb) for mb in sizes.scaling}, rounds
+        ),
+        "members": lambda: spark_rows.members(spark, text, megabytes, rounds),
+        "memory": lambda: spark_rows.memory(spark, text, megabytes),
+    }
 
 
 def _replace_results(path: Path, table: str) -> None:
