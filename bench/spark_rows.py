@@ -354,17 +354,19 @@ def memory(spark: Spark, directory: Path, megabytes: float) -> list[Row]:
     each job's own peak is read with `resource.getrusage`; workers report theirs from a probe
     task run right after the job on the same (reused) workers."""
     peaks: dict[str, tuple[float, float]] = {}
+    before: dict[str, float] = {}
     jobs = {
         "jetspark": lambda: wordcount.count_on_spark_engine(spark.engine, directory),
         "rdd": lambda: wordcount.count_rdd(spark.context, directory),
     }
     for name, job in jobs.items():
-        _worker_peaks(spark.context, reset=True)
+        before[name] = max(_worker_peaks(spark.context, reset=True).values())
         _reset_peak()
         job()
         driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / _KB
         peaks[name] = (driver, max(_worker_peaks(spark.context, reset=False).values()))
     what = f"peak RSS, word count {megabytes:.3g} MB: SparkEngine vs RDD flatMap/map/reduceByKey"
+    idle = {"worker_rss_before_mb": before}
     return [
         Row.compare(
             f"7{n}",
@@ -372,6 +374,7 @@ def memory(spark: Spark, directory: Path, megabytes: float) -> list[Row]:
             "MB",
             single(peaks["jetspark"][i]),
             single(peaks["rdd"][i]),
+            extra=idle,
         )
         for i, (n, side) in enumerate((("a", "driver"), ("b", "Python worker")))
     ]

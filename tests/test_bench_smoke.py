@@ -25,17 +25,17 @@ ROWS = {
 }
 
 
+def _python(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python *args` run from the repository root, its output captured."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=840, check=False
+    )
+
+
 @pytest.mark.skipif(shutil.which("java") is None and "JAVA_HOME" not in os.environ, reason="Java")
 def test_every_row_of_the_smoke_run_has_finite_numbers(tmp_path: Path) -> None:
     output = tmp_path / "smoke.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "--smoke", "--json", str(output)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=840,
-        check=False,
-    )
+    run = _python("-m", "bench", "--smoke", "--json", str(output))
     assert run.returncode == 0, run.stderr[-4000:]
     document = json.loads(output.read_text(encoding="utf-8"))
     assert {row["number"] for row in document["rows"]} == ROWS
@@ -50,24 +50,6 @@ def test_every_row_of_the_smoke_run_has_finite_numbers(tmp_path: Path) -> None:
 def test_the_pytest_benchmark_suites_run() -> None:
     """bench/bench_*.py, each benchmark timed once."""
     suites = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "bench").glob("bench_*.py"))
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            *suites,
-            "--benchmark-only",
-            "--benchmark-min-rounds=1",
-            "--benchmark-max-time=0",
-            "--benchmark-warmup=off",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=840,
-        check=False,
-    )
+    once = ("--benchmark-only", "--benchmark-min-rounds=1", "--benchmark-max-time=0")
+    run = _python("-m", "pytest", "-q", "-p", "no:cacheprovider", *suites, *once)
     assert run.returncode == 0, run.stdout[-4000:]
