@@ -15,8 +15,8 @@ import re
 import shutil
 import threading
 import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jetspark.core.errors import SnapshotError
@@ -51,12 +51,31 @@ class Snapshot:
     """Vertex name -> its local parallelism when the snapshot was taken."""
     processors: Mapping[ProcessorKey, ProcessorSnapshot]
     """(vertex name, global processor index) -> what that processor saved."""
+    files: Mapping[str, tuple[PartFile, ...]] | None = field(default=None, compare=False)
+    """Snapshots of a DirectorySnapshotStore: vertex -> the files holding its processors, so a
+    Spark task can read its own vertices' state without the driver loading any of it."""
+    directory: str | None = field(default=None, compare=False)
+    """The snapshot's directory, when `files` is set."""
 
     def of_vertex(self, name: str) -> dict[int, ProcessorSnapshot]:
         """The saved processors of vertex `name`, by global index."""
         return {
             index: saved for (vertex, index), saved in self.processors.items() if vertex == name
         }
+
+    def completed_flags(self) -> dict[ProcessorKey, bool]:
+        """(vertex, global index) -> whether that processor had completed, read from the
+        manifest when the snapshot has `files` (no state is loaded)."""
+        if self.files is not None and all(
+            part[3] is not None for parts in self.files.values() for part in parts
+        ):
+            return {
+                (name, index): completed
+                for name, parts in self.files.items()
+                for part in parts
+                for index, completed in part[3]
+            }
+        return {key: saved.completed for key, saved in self.processors.items()}
 
     def size(self) -> int:
         """The serialized bytes of all saved state."""
@@ -116,8 +135,79 @@ class InMemorySnapshotStore:
         return f"InMemorySnapshotStore(latest={self._latest!r})"
 
 
-_FORMAT = "jetspark-snapshot-1"
+PartFile = tuple[str, int, int, tuple[tuple[int, bool], ...]]
+"""A file of a snapshot: (name in the snapshot's directory, size in bytes, CRC-32, and the
+(global index, completed) of each processor whose state it holds)."""
+
+_FORMAT_ONE_FILE_PER_VERTEX = "jetspark-snapshot-1"
+_FORMAT = "jetspark-snapshot-2"
 _MANIFEST = "MANIFEST"
+
+
+def snapshot_path(directory: str, snapshot_id: int) -> str:
+    """The directory of snapshot `snapshot_id` in a DirectorySnapshotStore at `directory`."""
+    return os.path.join(directory, f"snapshot-{snapshot_id:010d}")
+
+
+def write_snapshot_part(
+    directory: str,
+    snapshot_id: int,
+    vertex_number: int,
+    part: int | None,
+    processors: Iterable[tuple[int, ProcessorSnapshot]],
+) -> PartFile:
+    """Writes some processors' states of one vertex as a part of a snapshot not yet committed.
+
+    A Spark task calls it for the processors it ran (`part` = its member), so state never
+    passes through the driver; writing the same part again (a retried task) replaces it.
+    The snapshot becomes visible only when `DirectorySnapshotStore.commit` lists the part.
+    """
+    target = snapshot_path(directory, snapshot_id)
+    os.makedirs(target, exist_ok=True)
+    processors = list(processors)
+    data = encode_batch((index, p.completed, p.data) for index, p in processors)
+    held = tuple((index, p.completed) for index, p in processors)
+    name = f"vertex-{vertex_number}.bin" if part is None else f"vertex-{vertex_number}-{part}.bin"
+    write_atomically(os.path.join(target, name), data)
+    return (name, len(data), zlib.crc32(data), held)
+
+
+def read_snapshot_files(
+    path: str, files: Iterable[PartFile]
+) -> Iterator[tuple[int, ProcessorSnapshot]]:
+    """The `(global index, state)` of every processor in the given files of a snapshot,
+    each file checked against the size and CRC-32 its manifest recorded."""
+    for filename, size, crc, _ in files:
+        with open(os.path.join(path, filename), "rb") as file:
+            data = file.read()
+        if len(data) != size or zlib.crc32(data) != crc:
+            raise SnapshotError(f"{filename} does not match the manifest (size or CRC-32)")
+        for index, completed, entries in decode_batch(data):
+            yield index, ProcessorSnapshot(entries, completed)
+
+
+class _ProcessorsOnDisk(Mapping[ProcessorKey, ProcessorSnapshot]):
+    """The processors of a stored snapshot, read from its files on first use."""
+
+    def __init__(self, load: Callable[[], dict[ProcessorKey, ProcessorSnapshot]]) -> None:
+        self._load = load
+        self._loaded: dict[ProcessorKey, ProcessorSnapshot] | None = None
+
+    def _all(self) -> dict[ProcessorKey, ProcessorSnapshot]:
+        if self._loaded is None:
+            self._loaded = self._load()
+        return self._loaded
+
+    def __getitem__(self, key: ProcessorKey) -> ProcessorSnapshot:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[ProcessorKey]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
 _SNAPSHOT_DIR = re.compile(r"snapshot-(\d{10})")
 
 
@@ -162,31 +252,49 @@ class DirectorySnapshotStore:
 
     def save(self, snapshot: Snapshot) -> None:
         """Writes `snapshot` (vertex files, then the manifest), then removes older snapshots."""
-        existing = self._ids()
-        if existing and snapshot.snapshot_id <= max(existing):
-            raise SnapshotError(
-                f"{self}: snapshot {snapshot.snapshot_id} must be newer than every snapshot "
-                f"present (highest {max(existing)})"
-            )
-        target = self._path(snapshot.snapshot_id)
-        os.makedirs(target)
-        vertices = []
+        self._check_newest(snapshot.snapshot_id)
+        files: dict[str, tuple[PartFile, ...]] = {}
         for number, name in enumerate(sorted(snapshot.local_parallelism)):
             saved = sorted(snapshot.of_vertex(name).items())
-            data = encode_batch((index, p.completed, p.data) for index, p in saved)
-            filename = f"vertex-{number}.bin"
-            write_atomically(os.path.join(target, filename), data)
-            vertices.append(
-                (name, snapshot.local_parallelism[name], filename, len(data), zlib.crc32(data))
+            files[name] = (
+                write_snapshot_part(self.directory, snapshot.snapshot_id, number, None, saved),
             )
+        self.commit(snapshot.snapshot_id, snapshot.member_count, snapshot.local_parallelism, files)
+
+    def commit(
+        self,
+        snapshot_id: int,
+        member_count: int,
+        local_parallelism: Mapping[str, int],
+        files: Mapping[str, Iterable[PartFile]],
+    ) -> None:
+        """Makes snapshot `snapshot_id` complete: writes its manifest, listing the part files
+        already written into its directory (`write_snapshot_part`), then removes older snapshots.
+        """
+        self._check_newest(snapshot_id, parts_written=True)
+        target = snapshot_path(self.directory, snapshot_id)
+        os.makedirs(target, exist_ok=True)
         fsync_directory(target)
-        manifest = encode_batch(
-            [_FORMAT, snapshot.snapshot_id, snapshot.member_count, tuple(vertices)]
+        vertices = tuple(
+            (name, local_parallelism[name], tuple(sorted(files.get(name, ()))))
+            for name in sorted(local_parallelism)
         )
+        manifest = encode_batch([_FORMAT, snapshot_id, member_count, vertices])
         write_atomically(os.path.join(target, _MANIFEST), manifest)
         fsync_directory(target)
-        for old in existing:
-            shutil.rmtree(self._path(old), ignore_errors=True)
+        for old in self._ids():
+            if old < snapshot_id:
+                shutil.rmtree(snapshot_path(self.directory, old), ignore_errors=True)
+
+    def _check_newest(self, snapshot_id: int, *, parts_written: bool = False) -> None:
+        """Refuses an id not above every snapshot directory present (but its own, when its
+        parts were written into it before the commit)."""
+        present = [i for i in self._ids() if not (parts_written and i == snapshot_id)]
+        if present and snapshot_id <= max(present):
+            raise SnapshotError(
+                f"{self}: snapshot {snapshot_id} must be newer than every snapshot "
+                f"present (highest {max(present)})"
+            )
 
     def _ids(self) -> list[int]:
         return [
@@ -195,27 +303,46 @@ class DirectorySnapshotStore:
             if (match := _SNAPSHOT_DIR.fullmatch(name))
         ]
 
-    def _path(self, snapshot_id: int) -> str:
-        return os.path.join(self.directory, f"snapshot-{snapshot_id:010d}")
-
     def _load(self, snapshot_id: int) -> Snapshot:
-        path = self._path(snapshot_id)
+        """The snapshot's manifest, checked; its processors' state is read on first use."""
+        path = snapshot_path(self.directory, snapshot_id)
         with open(os.path.join(path, _MANIFEST), "rb") as file:
             manifest = decode_batch(file.read())
-        if len(manifest) != 4 or manifest[0] != _FORMAT or manifest[1] != snapshot_id:
+        if (
+            len(manifest) != 4
+            or manifest[1] != snapshot_id
+            or manifest[0]
+            not in (
+                _FORMAT,
+                _FORMAT_ONE_FILE_PER_VERTEX,
+            )
+        ):
             raise SnapshotError(f"not a manifest of snapshot {snapshot_id} ({_FORMAT})")
-        _, _, member_count, vertices = manifest
-        parallelism: dict[str, int] = {}
-        processors: dict[ProcessorKey, ProcessorSnapshot] = {}
-        for name, local_parallelism, filename, size, crc in vertices:
-            with open(os.path.join(path, filename), "rb") as file:
-                data = file.read()
-            if len(data) != size or zlib.crc32(data) != crc:
-                raise SnapshotError(f"{filename} does not match the manifest (size or CRC-32)")
-            parallelism[name] = local_parallelism
-            for index, completed, entries in decode_batch(data):
-                processors[(name, index)] = ProcessorSnapshot(entries, completed)
-        return Snapshot(snapshot_id, member_count, parallelism, processors)
+        format_tag, _, member_count, vertices = manifest
+        if format_tag == _FORMAT_ONE_FILE_PER_VERTEX:
+            vertices = [(name, lp, ((f, size, crc, None),)) for name, lp, f, size, crc in vertices]
+        parallelism = {name: lp for name, lp, _ in vertices}
+        files = {name: tuple(tuple(f) for f in parts) for name, _, parts in vertices}
+        for parts in files.values():
+            for filename, size, _, _ in parts:
+                if os.path.getsize(os.path.join(path, filename)) != size:
+                    raise SnapshotError(f"{filename} does not match the manifest (size)")
+
+        def load() -> dict[ProcessorKey, ProcessorSnapshot]:
+            return {
+                (name, index): saved
+                for name, parts in files.items()
+                for index, saved in read_snapshot_files(path, parts)  # type: ignore[arg-type]
+            }
+
+        return Snapshot(
+            snapshot_id,
+            member_count,
+            parallelism,
+            _ProcessorsOnDisk(load),
+            files=files,  # type: ignore[arg-type]
+            directory=path,
+        )
 
     def __repr__(self) -> str:
         return f"DirectorySnapshotStore({self.directory!r})"

@@ -12,6 +12,7 @@ from jetspark.core.context import Context, ProcessorSupplierContext
 from jetspark.core.errors import JobFailedError
 from jetspark.core.processor import Processor
 from jetspark.core.runtime.barrier import BarrierAligner
+from jetspark.core.runtime.budget import BudgetedOutbox
 from jetspark.core.runtime.closing import close_all
 from jetspark.core.runtime.coalescer import WatermarkCoalescer
 from jetspark.core.runtime.exchange import Exchange, Link
@@ -199,7 +200,12 @@ def _tasklet(
 ) -> ProcessorTasklet:
     """The tasklet of one processor, with its outbox, routers, inbound streams and coalescer."""
     owner = f"vertex '{vertex.name}' processor #{index}"
-    outbox = TaskletOutbox([e.queue_size for e in vertex.outbound], owner)
+    capacities = [e.queue_size for e in vertex.outbound]
+    budget = _source_budget(vertex, snapshots)
+    if budget is not None:
+        outbox: TaskletOutbox = BudgetedOutbox(capacities, owner, budget)
+    else:
+        outbox = TaskletOutbox(capacities, owner)
     routers = [
         e.router(index, [wiring.channels[(e.id, index, d)] for d in e.targets(index)])
         for e in vertex.outbound
@@ -223,6 +229,13 @@ def _tasklet(
     )
     snapshots.register(tasklet)
     return tasklet
+
+
+def _source_budget(vertex: VertexPlan, snapshots: SnapshotCoordinator | None) -> int | None:
+    """The items a source processor may emit in this micro-batch; None: no limit."""
+    if snapshots is None or vertex.inbound or vertex.name in snapshots.sources_read_to_the_end:
+        return None
+    return snapshots.source_item_budget
 
 
 def _streams(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from jetspark.core.runtime.plan import EdgePlan
 from jetspark.core.runtime.tasklet import ProcessorTasklet
@@ -55,6 +56,8 @@ class JobMetrics:
 
     processors: list[ProcessorMetrics] = field(default_factory=list)
     edges: list[EdgeMetrics] = field(default_factory=list)
+    batches: list[Any] = field(default_factory=list)
+    """SparkEngine jobs with a processing guarantee: one `BatchReport` per micro-batch."""
 
     def of_vertex(self, vertex: str) -> list[ProcessorMetrics]:
         """The processors of `vertex`, by global index."""

@@ -64,46 +64,93 @@ def _route_vertex(
     restored: dict[ProcessorKey, RestoredProcessor],
 ) -> None:
     name = vertex.name
-    total = vertex.total_parallelism
-    assignment = PartitionAssignment(
-        plan.member_count, vertex.local_parallelism, plan.config.partition_count
-    )
     saved = snapshot.of_vertex(name)
-    targets: list[RestoredProcessor] = [RestoredProcessor() for _ in range(total)]
-    keyed_from_running = [False] * total
-    for index, processor in sorted(saved.items()):
-        for key, value in _entries(snapshot, name, index, processor):
-            owners = snapshot_targets(key, assignment)
-            for target in owners:
-                targets[target].entries.append((key, value))
-            if not processor.completed and not isinstance(key, BroadcastKey):
-                for target in owners:
-                    keyed_from_running[target] = True
+    targets, keyed_from_running = route_entries(snapshot.snapshot_id, plan, vertex, saved)
     all_completed = bool(saved) and all(p.completed for p in saved.values())
-    same_layout = (
-        snapshot.member_count == plan.member_count
-        and snapshot.local_parallelism[name] == vertex.local_parallelism
-    )
+    same_layout = _same_layout(snapshot, plan, vertex)
     feeders = [(edge.source_name, edge.senders()) for edge in vertex.inbound]
     for index, target in enumerate(targets):
         was_completed = all_completed or (same_layout and index in saved and saved[index].completed)
         target.completed = (
             was_completed
             and not keyed_from_running[index]
-            and all(
-                restored[(source, upstream)].completed
-                for source, senders in feeders
-                for upstream in senders[index]
-            )
+            and _feeders_completed(feeders, index, lambda key: restored[key].completed)
         )
         restored[(name, index)] = target
 
 
-def _entries(snapshot: Snapshot, name: str, index: int, saved: ProcessorSnapshot) -> list[Any]:
+def route_entries(
+    snapshot_id: int,
+    plan: JobPlan,
+    vertex: VertexPlan,
+    saved: dict[int, ProcessorSnapshot],
+    wanted: set[int] | None = None,
+) -> tuple[list[RestoredProcessor], list[bool]]:
+    """Deals the saved entries of `vertex` to its processors in `plan` (only to the `wanted`
+    global indexes, when given); also says which processors got keyed state of a processor
+    that had not completed."""
+    total = vertex.total_parallelism
+    assignment = PartitionAssignment(
+        plan.member_count, vertex.local_parallelism, plan.config.partition_count
+    )
+    targets: list[RestoredProcessor] = [RestoredProcessor() for _ in range(total)]
+    keyed_from_running = [False] * total
+    for index, processor in sorted(saved.items()):
+        for key, value in _entries(snapshot_id, vertex.name, index, processor):
+            owners = snapshot_targets(key, assignment)
+            for target in owners:
+                if wanted is None or target in wanted:
+                    targets[target].entries.append((key, value))
+            if not processor.completed and not isinstance(key, BroadcastKey):
+                for target in owners:
+                    keyed_from_running[target] = True
+    return targets, keyed_from_running
+
+
+def completed_without_state(snapshot: Snapshot, plan: JobPlan) -> dict[ProcessorKey, bool]:
+    """Which processors of `plan` are restored as completed, decided from the snapshot's
+    layout and completed flags alone (no state is read): as `route_snapshot`, except that
+    after a change of layout a vertex whose processors had not all completed runs again
+    (sound: its processors resume from their final positions)."""
+    flags: dict[ProcessorKey, bool] = {}
+    saved_flags = snapshot.completed_flags()
+    completed = {key for key, done in saved_flags.items() if done}
+    for vertex in plan.vertices.values():
+        name = vertex.name
+        saved = {index for vertex_name, index in saved_flags if vertex_name == name}
+        done = {index for vertex_name, index in completed if vertex_name == name}
+        all_completed = bool(saved) and saved == done
+        same_layout = _same_layout(snapshot, plan, vertex)
+        feeders = [(edge.source_name, edge.senders()) for edge in vertex.inbound]
+        for index in range(vertex.total_parallelism):
+            flags[(name, index)] = (
+                all_completed or (same_layout and index in done)
+            ) and _feeders_completed(feeders, index, flags.__getitem__)
+    return flags
+
+
+def _same_layout(snapshot: Snapshot, plan: JobPlan, vertex: VertexPlan) -> bool:
+    return (
+        snapshot.member_count == plan.member_count
+        and snapshot.local_parallelism[vertex.name] == vertex.local_parallelism
+    )
+
+
+def _feeders_completed(
+    feeders: list[tuple[str, dict[int, list[int]]]],
+    index: int,
+    completed: Any,
+) -> bool:
+    return all(
+        completed((source, upstream)) for source, senders in feeders for upstream in senders[index]
+    )
+
+
+def _entries(snapshot_id: int, name: str, index: int, saved: ProcessorSnapshot) -> list[Any]:
     try:
         return saved.entries()
     except ValueError as error:
         raise SnapshotError(
-            f"snapshot {snapshot.snapshot_id}: the state of vertex '{name}' processor #{index} "
+            f"snapshot {snapshot_id}: the state of vertex '{name}' processor #{index} "
             f"cannot be read ({error})"
         ) from error

@@ -51,6 +51,15 @@ class SnapshotCoordinator:
     `store`.
     """
 
+    batch_snapshot_id: int | None = None
+    """Micro-batch runs (SparkEngine): the one snapshot the run takes; every processor stops
+    once it saved it (see jetspark.core.spark.batch). None: a continuous run."""
+    source_item_budget: int | None = None
+    """Micro-batch runs: the items each source processor may emit before it saves."""
+    sources_read_to_the_end: frozenset[str] = frozenset()
+    """Micro-batch runs: source vertices feeding a prioritized edge; they save only when they
+    complete, since a barrier cannot be aligned before the prioritized edges are done."""
+
     def __init__(
         self,
         plan: JobPlan,

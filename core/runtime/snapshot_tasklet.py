@@ -89,6 +89,9 @@ class SnapshottingTasklet(ProcessorTasklet):
         self._restored = restored
         self._restore_position = 0
         self._restore_inbox = ArrayDequeInbox()
+        self._batch_input_ended = False
+        """Micro-batch runs: `complete()` returned False with nothing emitted and an empty
+        outbox (idle, or out of its item budget), so this run's snapshot may be saved."""
         if restored is not None:
             self._state = self._restore
 
@@ -160,10 +163,21 @@ class SnapshottingTasklet(ProcessorTasklet):
         return (result | MADE_PROGRESS) if aligner.ready else result
 
     def _complete_all(self) -> int:
-        requested = self._coordinator.requested_id
-        if requested > self._saved_id:
+        coordinator = self._coordinator
+        requested = coordinator.requested_id
+        batch = coordinator.batch_snapshot_id is not None
+        if requested > self._saved_id and (not batch or self._batch_input_ended):
             return self._begin_save(requested, self._complete_all)
-        return super()._complete_all()
+        result = super()._complete_all()
+        if (
+            batch
+            and self._state == self._complete_all
+            and self.outbox.is_empty()
+            and self.vertex_name not in coordinator.sources_read_to_the_end
+        ):
+            self._batch_input_ended = True
+            result |= MADE_PROGRESS
+        return result
 
     def _begin_save(self, snapshot_id: int, resume: Callable[[], int]) -> int:
         self._saving_id = snapshot_id
@@ -187,6 +201,9 @@ class SnapshottingTasklet(ProcessorTasklet):
         self.callback = "forwarding a snapshot barrier"
         if not self._push_control(SnapshotBarrier(self._saved_id)):
             return NO_PROGRESS
+        if self._saved_id == self._coordinator.batch_snapshot_id:
+            self._state = self._finished  # the micro-batch ends here for this processor
+            return DONE
         self._aligner.release()
         for stream in self.streams:
             stream.unblock()

@@ -8,21 +8,25 @@ import os
 import pickle
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pyspark import RDD, InheritableThread, SparkContext, StorageLevel
 from pyspark.core.broadcast import Broadcast
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError
 from jetspark.core.job import Job
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.serialization import decode_batch
+from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.spark.explain import explain_plan
 from jetspark.core.spark.failures import failure_facts
+from jetspark.core.spark.guarantees import check_streaming_job
 from jetspark.core.spark.metrics import merge_metrics
+from jetspark.core.spark.microbatch import MicroBatchRunner
 from jetspark.core.spark.records import LIST, MAP, METRICS, RESULT
 from jetspark.core.spark.records import RDD as RDD_KIND
 from jetspark.core.spark.session import spark_context_of
@@ -39,8 +43,16 @@ _CANCEL_RETRY_SECONDS = 0.1
 class SparkJob(Job):
     """A job running on Spark: the Job API, plus `rdd(name)` for RDD sinks."""
 
-    def __init__(self, job_id: int, name: str | None, context: SparkContext) -> None:
-        super().__init__(job_id, name)
+    def __init__(
+        self,
+        job_id: int,
+        name: str | None,
+        context: SparkContext,
+        *,
+        snapshot_store: SnapshotStore | None = None,
+        restart: Callable[[], Job] | None = None,
+    ) -> None:
+        super().__init__(job_id, name, snapshot_store=snapshot_store, restart=restart)
         self.group = f"jetspark-{job_id}"
         self._context = context
         self._merged_metrics = JobMetrics()
@@ -50,8 +62,13 @@ class SparkJob(Job):
 
     @property
     def metrics(self) -> JobMetrics:
-        """Per-processor and per-edge metrics, merged from every task once the job ended."""
+        """Per-processor and per-edge metrics, merged from every task once the job ended (with a
+        processing guarantee: summed over the micro-batches so far, with one report each)."""
         return self._merged_metrics
+
+    def publish_metrics(self, metrics: JobMetrics) -> None:
+        """Engine side: the metrics `metrics` returns from now on."""
+        self._merged_metrics = metrics
 
     def cancel(self) -> None:
         """Cancels the job's Spark jobs; `join()` then raises JobCancelledError.
@@ -93,10 +110,17 @@ class SparkEngine:
     127.0.0.1 is created). `members` is the number of Spark partitions per stage, default
     Spark's default parallelism. A vertex with local parallelism -1 gets
     `default_local_parallelism` processors per member (one: Spark's parallelism is members).
+    `batch_items` fixes the items each source processor reads per micro-batch in jobs with a
+    processing guarantee (default: adapted to the snapshot interval).
     """
 
     def __init__(
-        self, spark: Any = None, members: int | None = None, *, default_local_parallelism: int = 1
+        self,
+        spark: Any = None,
+        members: int | None = None,
+        *,
+        default_local_parallelism: int = 1,
+        batch_items: int | None = None,
     ) -> None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         self.context = spark_context_of(spark)
@@ -104,6 +128,11 @@ class SparkEngine:
         if not isinstance(self.members, int) or self.members < 1:
             raise ValueError(f"members must be an int >= 1, got {self.members!r}")
         self.default_local_parallelism = default_local_parallelism
+        if batch_items is not None and (not isinstance(batch_items, int) or batch_items < 1):
+            raise ValueError(f"batch_items must be an int >= 1 or None, got {batch_items!r}")
+        self.batch_items = batch_items
+        """Micro-batches: the items each source processor emits per batch; None adapts it so
+        that a batch whose sources are behind takes one snapshot interval."""
         self.stores = Stores()
         """Driver-side named lists and maps: sources ship them into jobs, sinks fill them."""
         ship_package(self.context)
@@ -125,27 +154,51 @@ class SparkEngine:
         plan.close(None)
         return explain_plan(dag, stages, self.members, parallelism, persisted.__contains__)
 
-    def new_job(self, dag: DAG, config: JobConfig | None = None) -> SparkJob:
-        """Validates `dag` and starts it on Spark; returns at once."""
-        config = config or JobConfig()
+    def new_job(
+        self,
+        dag: DAG,
+        config: JobConfig | None = None,
+        *,
+        snapshot_store: SnapshotStore | None = None,
+        restore_from: Snapshot | None = None,
+    ) -> SparkJob:
+        """Validates `dag` and starts it on Spark; returns at once.
+
+        Without a processing guarantee the job is one Spark job. With one, it runs as
+        micro-batches, each one Spark job ending with a snapshot (docs/fault_tolerance.md):
+        `snapshot_store` must be a DirectorySnapshotStore on storage every executor reaches
+        (default: a temporary directory, local masters only); `restore_from` (typically
+        `store.latest()`) continues a job from a snapshot, at any member count.
+        """
+        config = JobConfig() if config is None else config
         dag.validate()
-        if config.processing_guarantee is not ProcessingGuarantee.NONE:
-            _log.warning(
-                "SparkEngine takes no snapshots (processing guarantee %s ignored): a batch job "
-                "is made safe by Spark re-running failed tasks from their inputs, with sinks "
-                "that commit atomically; see docs/fault_tolerance.md",
-                config.processing_guarantee.name,
-            )
-        job = SparkJob(next(_job_ids), config.name, self.context)
+        store = check_streaming_job(self.context, dag, config, snapshot_store, restore_from)
+
+        def restart() -> Job:
+            latest = store.latest() if store is not None else None
+            return self.new_job(dag, config, snapshot_store=store, restore_from=latest)
+
+        job = SparkJob(
+            next(_job_ids), config.name, self.context, snapshot_store=store, restart=restart
+        )
         thread = InheritableThread(
-            target=self._execute, args=(job, dag, config), name=f"jetspark-{job.name}", daemon=True
+            target=self._execute,
+            args=(job, dag, config, restore_from),
+            name=f"jetspark-{job.name}",
+            daemon=True,
         )
         thread.start()
         return job
 
-    def _execute(self, job: SparkJob, dag: DAG, config: JobConfig) -> None:
-        """The job's driver thread: plan, translate, run one Spark action, apply the results."""
+    def _execute(
+        self, job: SparkJob, dag: DAG, config: JobConfig, restore_from: Snapshot | None
+    ) -> None:
+        """The job's driver thread: the micro-batch loop with a processing guarantee, else
+        plan, translate, run one Spark action and apply the results."""
         job.mark_running()
+        if job.snapshot_store is not None:
+            self._execute_batches(job, dag, config, restore_from)
+            return
         error: BaseException | None = None
         plan: JobPlan | None = None
         shipped: Broadcast | None = None
@@ -170,6 +223,18 @@ class SparkEngine:
                 plan.close(error)
             except BaseException as failure:
                 error = error or failure
+        job.mark_ended(error)
+
+    def _execute_batches(
+        self, job: SparkJob, dag: DAG, config: JobConfig, restore_from: Snapshot | None
+    ) -> None:
+        assert isinstance(job.snapshot_store, DirectorySnapshotStore)
+        runner = MicroBatchRunner(self, job, dag, job.snapshot_store, restore_from)
+        error: BaseException | None = None
+        try:
+            runner.run(config)
+        except BaseException as failure:
+            error = _job_error(failure, job)
         job.mark_ended(error)
 
     def _apply(self, results: list[Any]) -> JobMetrics:

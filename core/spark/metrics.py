@@ -23,3 +23,25 @@ def merge_metrics(parts: Iterable[JobMetrics]) -> JobMetrics:
     merged.processors.sort(key=lambda p: (p.vertex, p.global_index))
     merged.edges = [edges[i] for i in sorted(edges)]
     return merged
+
+
+_PROCESSOR_COUNTS = ("received_count", "received_batches", "emitted_count")
+
+
+def accumulate_metrics(total: JobMetrics, batch: JobMetrics) -> JobMetrics:
+    """`total` plus one micro-batch's metrics: counters summed per processor and per edge,
+    the rest (watermark, queue sizes) as the newer batch reports them."""
+    previous = {(p.vertex, p.global_index): p for p in total.processors}
+    for processor in batch.processors:
+        before = previous.get((processor.vertex, processor.global_index))
+        if before is None:
+            continue
+        for name in _PROCESSOR_COUNTS:
+            summed = dict(getattr(before, name))
+            for ordinal, count in getattr(processor, name).items():
+                summed[ordinal] = summed.get(ordinal, 0) + count
+            setattr(processor, name, summed)
+    edges = merge_metrics([JobMetrics(edges=total.edges), JobMetrics(edges=batch.edges)]).edges
+    batch.edges = edges
+    batch.batches = total.batches
+    return batch

@@ -7,8 +7,9 @@ is co-partitioned and `union` keeps each input's records together, in input orde
 - Edge record body: `(edge id, target local index, upstream global index, sequence, payload)`;
   payload is `encode_batch(chunk)` bytes, a `Watermark`, or None for "upstream done".
 - Result record body: `(RESULT, kind, name, payload, stage)`: what sinks wrote to named lists and
-  maps, RDD-sink items and metrics, from `stage`. Results ride along through one consumer stage
-  of each stage (its heir) to a terminal stage, whose output the driver reads.
+  maps, RDD-sink items, metrics and, in micro-batches, snapshot parts and batch facts, from
+  `stage`. Results ride along through one consumer stage of each stage (its heir) to a
+  terminal stage, whose output the driver reads.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ RESULT = -1
 """The edge id of result records."""
 
 LIST, MAP, RDD, METRICS = "list", "map", "rdd", "metrics"
+SNAPSHOT, BATCH = "snapshot", "batch"
+"""Micro-batches: a part file of the batch's snapshot; the batch facts of one task."""
 
 
 def member_of_key(key: Any) -> int:

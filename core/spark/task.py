@@ -11,6 +11,7 @@ from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.member import Backoff
 from jetspark.core.runtime.plan import JobPlan
+from jetspark.core.spark.batch import BatchCoordinator, BatchSpec
 from jetspark.core.spark.exchange import SparkExchange
 from jetspark.core.spark.failures import task_failure
 from jetspark.core.spark.records import METRICS, result_record
@@ -31,6 +32,8 @@ class StageTask:
     heir_of: frozenset[int]
     shipped: Any = None
     rdd_source: str | None = None
+    batch: BatchSpec | None = None
+    """Set in a micro-batch of a job with a processing guarantee (see batch.py)."""
 
     def __call__(self, member: int, records: Iterator[Any]) -> Iterator[Any]:
         """Builds and drives the member runtime, yielding records as it produces them."""
@@ -41,8 +44,13 @@ class StageTask:
         stores = TaskStores(shipped, rdd_input)
         exchange = SparkExchange(records, self.stage, self.heir_of)
         plan = dataclasses.replace(self.plan, stores=stores)
+        batch = None
         try:
-            runtime = build_member(plan, [member], self.vertices, exchange=exchange)
+            if self.batch is not None:
+                batch = BatchCoordinator(plan, self.batch, member, self.vertices)
+            runtime = build_member(
+                plan, [member], self.vertices, exchange=exchange, snapshots=batch
+            )
             backoff = Backoff()
             for progress in runtime.run_iter():
                 if exchange.out:
@@ -55,6 +63,8 @@ class StageTask:
             raise task_failure(failure, _facts(failure, member)) from failure
         yield from exchange.take_output()
         yield from stores.result_records(member, self.stage)
+        if batch is not None:
+            yield from batch.result_records(self.stage, runtime.tasklets)
         metrics = pickle.dumps(runtime.metrics(), protocol=5)
         yield result_record(member, self.stage, METRICS, "", metrics)
 

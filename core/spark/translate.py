@@ -15,6 +15,7 @@ from pyspark import RDD, SparkContext
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
 from jetspark.core.runtime.plan import JobPlan
+from jetspark.core.spark.batch import BatchSpec
 from jetspark.core.spark.records import RESULT, member_of_key
 from jetspark.core.spark.stages import Stage, StagePlan
 from jetspark.core.spark.task import StageTask
@@ -39,9 +40,15 @@ def rdd_source_of(dag: DAG, vertex: str) -> Any:
 
 
 def translate(
-    sc: SparkContext, dag: DAG, plan: JobPlan, stages: StagePlan, shipped: Any
+    sc: SparkContext,
+    dag: DAG,
+    plan: JobPlan,
+    stages: StagePlan,
+    shipped: Any,
+    batch: BatchSpec | None = None,
 ) -> Translation:
-    """Builds the RDD lineage of the job (lazily: nothing runs until an action)."""
+    """Builds the RDD lineage of the job, or of one micro-batch of it (lazily: nothing runs
+    until an action)."""
     members = plan.member_count
     heir_of: dict[int, set[int]] = {}
     for stage in stages.stages:
@@ -66,6 +73,7 @@ def translate(
             frozenset(heir_of.get(stage.index, ())),
             shipped,
             rdd_source[0] if rdd_source else None,
+            batch,
         )
         output = base.mapPartitionsWithIndex(task).setName(stage.name)
         outputs.append(output)

@@ -1,0 +1,82 @@
+"""Checks, before any Spark job starts, that a job with a processing guarantee can run as
+micro-batches: a snapshot store the executors can write, a snapshot of this DAG to restore,
+and vertices that can take part in batches."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from pyspark import SparkContext
+
+from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.dag import DAG
+from jetspark.core.errors import DagValidationError, SnapshotError
+from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
+
+
+def check_streaming_job(
+    context: SparkContext,
+    dag: DAG,
+    config: JobConfig,
+    store: SnapshotStore | None,
+    restore_from: Snapshot | None,
+) -> DirectorySnapshotStore | None:
+    """The job's snapshot store (None without a guarantee); raises a clear error for anything
+    that would fail once the batches run."""
+    if config.processing_guarantee is ProcessingGuarantee.NONE:
+        if store is not None or restore_from is not None:
+            raise ValueError(
+                "snapshot_store and restore_from need a processing guarantee "
+                "(JobConfig(processing_guarantee=...)); this job takes no snapshots"
+            )
+        return None
+    for vertex in dag.vertices():
+        supplier = vertex.meta_supplier
+        kind = (
+            "write_rdd_p"
+            if getattr(supplier, "rdd_sink_name", None)
+            else "read_rdd_p"
+            if getattr(supplier, "source_rdd", None) is not None
+            else None
+        )
+        if kind is not None:
+            raise DagValidationError(
+                f"vertex '{vertex.name}' ({kind}) cannot take part in a job with a processing "
+                "guarantee: such a job runs as micro-batches, and an RDD is neither replayable "
+                "batch by batch nor a sink a batch can commit; use a journal or file source and "
+                "a list, map or transactional file sink"
+            )
+    if restore_from is not None:
+        saved, planned = set(restore_from.local_parallelism), {v.name for v in dag.vertices()}
+        if saved != planned:
+            raise SnapshotError(
+                f"snapshot {restore_from.snapshot_id} was taken of another DAG: its vertices "
+                f"{sorted(saved)} differ from the job's {sorted(planned)}"
+            )
+    if store is None:
+        if not context.master.startswith("local"):
+            raise ValueError(
+                f"a job with a processing guarantee on the cluster {context.master} needs "
+                "snapshot_store=DirectorySnapshotStore(directory) on storage that the driver "
+                "and every executor reach (a shared or network file system)"
+            )
+        store = DirectorySnapshotStore(tempfile.mkdtemp(prefix="jetspark-snapshots-"))
+    if not isinstance(store, DirectorySnapshotStore):
+        raise TypeError(
+            f"SparkEngine keeps snapshots in files its tasks write, so snapshot_store must be a "
+            f"DirectorySnapshotStore on storage every executor reaches, got {store!r}"
+        )
+    _check_writable(store.directory)
+    return store
+
+
+def _check_writable(directory: str) -> None:
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=directory)
+    except OSError as error:
+        raise SnapshotError(
+            f"the snapshot directory {directory!r} cannot be written: {error.strerror}"
+        ) from error
+    os.close(handle)
+    os.remove(probe)

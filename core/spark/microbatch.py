@@ -1,0 +1,240 @@
+"""The driver's side of a job with a processing guarantee on Spark: a loop of micro-batches.
+
+Batch k is one Spark job over the DAG (see batch.py for what its tasks do): it restores
+snapshot k-1 and ends with snapshot k. Before it starts the driver fixes everything a task
+needs to redo it identically (the snapshot to restore, the sources' item budget); when the
+Spark job succeeded, the driver writes snapshot k's manifest (the commit), adds the sinks'
+results to its stores, and starts batch k+1. The next batch's processors are restored from a
+committed snapshot, which is when transactional sinks publish what it holds.
+
+The snapshot interval is the batch length: when the sources had nothing more to read, the next
+batch starts one interval after the previous one started; while they are behind (a source
+spent its budget), the next one starts at once, with the budget scaled so that a batch takes
+about one interval. The loop ends when every processor has completed (a bounded job, whose
+results then equal those of the same DAG without a guarantee) or when the job is cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from jetspark.core.dag import DAG
+from jetspark.core.errors import JobCancelledError, SnapshotError
+from jetspark.core.runtime.metrics import JobMetrics
+from jetspark.core.runtime.plan import JobPlan, plan_job
+from jetspark.core.runtime.restore import completed_without_state
+from jetspark.core.serialization import decode_batch
+from jetspark.core.snapshot_store import DirectorySnapshotStore, PartFile, Snapshot
+from jetspark.core.spark.batch import BatchSpec, RestoreSpec
+from jetspark.core.spark.metrics import accumulate_metrics, merge_metrics
+from jetspark.core.spark.records import BATCH, LIST, MAP, METRICS, SNAPSHOT, is_collected_result
+from jetspark.core.spark.stages import plan_stages
+from jetspark.core.spark.translate import translate
+
+if TYPE_CHECKING:
+    from jetspark.core.spark.engine import SparkEngine, SparkJob
+
+_log = logging.getLogger("jetspark.spark")
+
+INITIAL_ITEM_BUDGET = 20_000
+"""Items per source processor in a job's first batch; later batches adapt it."""
+_MAX_GROWTH = 4.0
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What one micro-batch did, in `job.metrics.batches` and the `jetspark.spark` log."""
+
+    snapshot_id: int
+    input_items: int
+    """Items the source processors emitted."""
+    duration_seconds: float
+    state_bytes: int
+    """Serialized bytes of the snapshot the batch committed."""
+    behind: bool
+    """True when a source spent its whole budget: it had more to read than the batch took."""
+    item_budget: int
+
+
+def prioritized_sources(dag: DAG) -> frozenset[str]:
+    """Sources that feed an edge of a lower priority number than another inbound edge of the
+    same vertex: a batch cannot end before such edges are done, so they read to the end."""
+    prioritized: set[str] = set()
+    for vertex in dag.vertices():
+        inbound = dag.inbound_edges(vertex.name)
+        last = max((e.get_priority() for e in inbound), default=0)
+        stack = [e.source_name for e in inbound if e.get_priority() < last]
+        while stack:
+            name = stack.pop()
+            feeders = dag.inbound_edges(name)
+            if not feeders:
+                prioritized.add(name)
+            stack.extend(e.source_name for e in feeders)
+    return frozenset(prioritized)
+
+
+class MicroBatchRunner:
+    """Runs one job with a processing guarantee on `engine`, batch after batch."""
+
+    def __init__(
+        self,
+        engine: SparkEngine,
+        job: SparkJob,
+        dag: DAG,
+        store: DirectorySnapshotStore,
+        restore_from: Snapshot | None,
+    ) -> None:
+        self._engine = engine
+        self._job = job
+        self._dag = dag
+        self._store = store
+        self._restore_from = restore_from
+        self._fixed_budget = engine.batch_items is not None
+        self._budget = engine.batch_items or INITIAL_ITEM_BUDGET
+        self._read_to_the_end = prioritized_sources(dag)
+        self.metrics = JobMetrics()
+
+    def run(self, config: Any) -> None:
+        """Runs batches until every processor completed; raises JobCancelledError on cancel."""
+        job = self._job
+        last = self._restorable(self._restore_from)
+        interval = config.snapshot_interval_millis / 1000
+        while True:
+            if job.cancel_event.is_set():
+                raise JobCancelledError(f"{job.name} was cancelled")
+            started = time.monotonic()
+            snapshot_id = max(self._store.next_id(), (last.snapshot_id + 1) if last else 1)
+            report, last, finished = self._run_batch(config, snapshot_id, last, started)
+            self.metrics.batches.append(report)
+            job.publish_metrics(self.metrics)
+            _log.info(
+                "%s: batch %d committed: %d input items in %.2f s, state %d bytes%s",
+                job.name,
+                report.snapshot_id,
+                report.input_items,
+                report.duration_seconds,
+                report.state_bytes,
+                ", sources behind" if report.behind else "",
+            )
+            if finished:
+                return
+            self._adapt(report, interval)
+            if not report.behind:
+                job.cancel_event.wait(max(0.0, started + interval - time.monotonic()))
+
+    def _run_batch(
+        self, config: Any, snapshot_id: int, last: Snapshot | None, started: float
+    ) -> tuple[BatchReport, Snapshot, bool]:
+        engine, job, dag = self._engine, self._job, self._dag
+        plan: JobPlan | None = None
+        error: BaseException | None = None
+        shipped = None
+        try:
+            plan = plan_job(dag, config, engine.members, engine.default_local_parallelism)
+            stages = plan_stages(dag)
+            spec = BatchSpec(
+                snapshot_id=snapshot_id,
+                directory=self._store.directory,
+                item_budget=self._budget,
+                vertex_numbers={name: i for i, name in enumerate(sorted(plan.vertices))},
+                restore=_restore_spec(last, plan) if last is not None else None,
+                sources_read_to_the_end=self._read_to_the_end,
+            )
+            engine.context.setJobGroup(
+                job.group,
+                f"jetspark {dag.name or job.name}: batch {snapshot_id}",
+                interruptOnCancel=True,
+            )
+            shipped = engine.context.broadcast(engine.stores.contents())
+            translation = translate(engine.context, dag, plan, stages, shipped, spec)
+            results = translation.final.filter(is_collected_result).collect()
+            parts, facts = self._apply(results)
+            self._store.commit(
+                snapshot_id,
+                plan.member_count,
+                {name: v.local_parallelism for name, v in plan.vertices.items()},
+                parts,
+            )
+        except BaseException as failure:
+            error = failure
+            raise
+        finally:
+            if shipped is not None:
+                shipped.destroy()
+            if plan is not None:
+                plan.close(error)
+        committed = self._store.latest()
+        if committed is None or committed.snapshot_id != snapshot_id:
+            raise SnapshotError(
+                f"{self._store}: snapshot {snapshot_id} was committed but cannot be read back"
+            )
+        spent, behind, state_bytes = facts
+        report = BatchReport(
+            snapshot_id, spent, time.monotonic() - started, state_bytes, behind, self._budget
+        )
+        finished = all(committed.completed_flags().values())
+        return report, committed, finished
+
+    def _apply(self, results: list[Any]) -> tuple[dict[str, list[PartFile]], tuple[int, bool, int]]:
+        """Sink writes into the driver's stores, metrics into the job's; returns the snapshot's
+        part files by vertex and the batch facts (items read, behind, state bytes)."""
+        stores = self._engine.stores
+        parts: dict[str, list[PartFile]] = {}
+        metrics: list[JobMetrics] = []
+        spent, behind, state_bytes = 0, False, 0
+        for _member, body in results:
+            _, kind, name, payload, _stage = body
+            if kind == LIST:
+                stores.get_list(name).extend(decode_batch(payload))
+            elif kind == MAP:
+                stores.get_map(name).update(decode_batch(payload))
+            elif kind == METRICS:
+                metrics.append(pickle.loads(payload))
+            elif kind == SNAPSHOT:
+                parts.setdefault(name, []).append(tuple(payload))  # type: ignore[arg-type]
+            elif kind == BATCH:
+                spent += payload[0]
+                behind = behind or payload[1]
+                state_bytes += payload[2]
+        self.metrics = accumulate_metrics(self.metrics, merge_metrics(metrics))
+        return parts, (spent, behind, state_bytes)
+
+    def _adapt(self, report: BatchReport, interval: float) -> None:
+        """Scales the item budget so that a batch whose sources are behind takes one interval."""
+        if self._fixed_budget or not report.behind or report.duration_seconds <= 0:
+            return
+        factor = min(_MAX_GROWTH, max(1 / _MAX_GROWTH, interval / report.duration_seconds))
+        self._budget = max(1, int(self._budget * factor))
+
+    def _restorable(self, snapshot: Snapshot | None) -> Snapshot | None:
+        """`snapshot` as files of this job's store (a snapshot held elsewhere is copied in)."""
+        if snapshot is None or (
+            snapshot.files is not None
+            and snapshot.directory is not None
+            and _inside(snapshot.directory, self._store.directory)
+        ):
+            return snapshot
+        copy = replace(snapshot, snapshot_id=self._store.next_id(), files=None, directory=None)
+        self._store.save(copy)
+        return self._store.latest()
+
+
+def _inside(path: str, directory: str) -> bool:
+    return os.path.dirname(os.path.abspath(path)) == os.path.abspath(directory)
+
+
+def _restore_spec(snapshot: Snapshot, plan: JobPlan) -> RestoreSpec:
+    assert snapshot.files is not None and snapshot.directory is not None
+    return RestoreSpec(
+        snapshot_id=snapshot.snapshot_id,
+        path=snapshot.directory,
+        files=dict(snapshot.files),
+        member_count=snapshot.member_count,
+        local_parallelism=dict(snapshot.local_parallelism),
+        completed=completed_without_state(snapshot, plan),
+    )
