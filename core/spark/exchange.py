@@ -9,6 +9,7 @@ feeds the task's input records into the queues of the built processors.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ class RecordSender:
 
     __slots__ = ("_buffer", "_head", "_member", "_out", "_seq", "_size", "bytes", "entries")
 
-    def __init__(self, link: Link, out: list[Any]) -> None:
+    def __init__(self, link: Link, out: deque[Any]) -> None:
         self._out = out
         self._head = (link.edge.id, link.downstream_local, link.upstream)
         self._size = link.edge.queue_size
@@ -86,7 +87,7 @@ class RecordReader:
         self,
         records: Iterator[Any],
         queues: Mapping[tuple[int, int, int], Queue],
-        out: list[Any],
+        out: deque[Any],
         stage: int,
         heir_of: frozenset[int],
     ) -> None:
@@ -175,8 +176,9 @@ class SparkExchange:
         stage: int,
         heir_of: frozenset[int],
     ) -> None:
-        self.out: list[Any] = []
-        """Records ready to leave the task; the task empties it after every round."""
+        self.out: deque[Any] = deque()
+        """Records ready to leave the task; the task empties it after every round. A deque:
+        non-cooperative processors append from their own threads while the task takes."""
         self._records = records
         self._stage = stage
         self._heir_of = heir_of
@@ -205,7 +207,7 @@ class SparkExchange:
         }
 
     def take_output(self) -> list[Any]:
-        """The records produced since the last call."""
-        records = self.out.copy()
-        self.out.clear()
-        return records
+        """The records produced since the last call (appends racing with it are kept for the
+        next call: each record is taken exactly once)."""
+        out = self.out
+        return [out.popleft() for _ in range(len(out))]

@@ -1,0 +1,123 @@
+"""A driver process for the micro-batch failure tests (no tests here).
+
+`python spark_streaming_child.py WORK MODE N [DELAY_MS]` runs a two-stage exactly-once job on
+SparkEngine into transactional files in WORK/out, with its snapshots in WORK/snapshots,
+continuing from the latest snapshot there:
+
+- `kill`: local[2]; once N snapshots of this run are committed, waits DELAY_MS and kills this
+  process with SIGKILL (so the kill falls anywhere in a batch);
+- `finish`: local[2]; runs to completion;
+- `retry`: local[2,3]; the first attempt of every task of both stages fails at its N-th item,
+  so Spark retries each task from the same restored state and bounds.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from pyspark import SparkContext, TaskContext, cloudpickle
+
+from jetspark.core import DAG, DirectorySnapshotStore, JobConfig, ProcessingGuarantee
+from jetspark.core.spark import SparkEngine
+from jetspark.core.spark.session import local_conf
+from jetspark.edges import between
+from jetspark.processors import map_p, read_journal_p, write_file_transactional_p
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+NUMBERS = 2400
+BATCH_ITEMS = 400
+
+
+class FailFirstAttempt:
+    """Raises at the `at`-th item a task sees, in the first attempt of the task only."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.seen = 0
+
+    def __call__(self, item: Any) -> Any:
+        self.seen += 1
+        task = TaskContext.get()
+        if self.seen == self.at and task is not None and task.attemptNumber() == 0:
+            raise RuntimeError(f"injected failure at item {self.at}")
+        return item
+
+
+def _number(offset: int) -> int:
+    return offset
+
+
+def _key(item: Any) -> Any:
+    return item
+
+
+def two_stage_dag(out: str, first: Any, second: Any) -> DAG:
+    """numbers -> first (local) -> second (distributed, partitioned) -> transactional files."""
+    dag = DAG("numbers-to-files")
+    source = dag.new_vertex("numbers", read_journal_p(_number, count=NUMBERS, partition_count=8))
+    one = dag.new_vertex("first", map_p(first))
+    two = dag.new_vertex("second", map_p(second))
+    sink = dag.new_vertex("sink", write_file_transactional_p(out))
+    dag.edge(between(source, one))
+    dag.edge(between(one, two).distributed().partitioned(_key))
+    dag.edge(between(two, sink))
+    return dag
+
+
+def _committed_ids(snapshots: str) -> set[int]:
+    manifests = glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST"))
+    return {int(os.path.basename(os.path.dirname(path))[len("snapshot-") :]) for path in manifests}
+
+
+def _kill_after(snapshots: str, count: int, delay: float) -> None:
+    """Kills this process `delay` seconds after this run committed `count` snapshots."""
+    start = max(_committed_ids(snapshots), default=0)
+    seen: set[int] = set()
+    while len(seen) < count:
+        seen |= {i for i in _committed_ids(snapshots) if i > start}
+        time.sleep(0.005)
+    time.sleep(delay)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main(work: str, mode: str, n: int, delay_ms: int) -> None:
+    master = "local[2,3]" if mode == "retry" else "local[2]"
+    conf = local_conf(master, "jetspark-streaming-child").set(
+        "spark.ui.showConsoleProgress", "false"
+    )
+    context = SparkContext(conf=conf)
+    context.setLogLevel("OFF")
+    engine = SparkEngine(context, members=2, batch_items=BATCH_ITEMS)
+    snapshots = os.path.join(work, "snapshots")
+    store = DirectorySnapshotStore(snapshots)
+    if mode == "retry":
+        first, second = FailFirstAttempt(n), FailFirstAttempt(n)
+    else:
+        first = second = _key
+    if mode == "kill":
+        threading.Thread(
+            target=_kill_after, args=(snapshots, n, delay_ms / 1000), daemon=True
+        ).start()
+    config = JobConfig(
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=10
+    )
+    job = engine.new_job(
+        two_stage_dag(os.path.join(work, "out"), first, second),
+        config,
+        snapshot_store=store,
+        restore_from=store.latest(),
+    )
+    job.join(300)
+    print(f"batches {len(job.metrics.batches)}")
+    context.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)

@@ -1,0 +1,56 @@
+"""Micro-batches survive failures: a task failing in every stage, a driver killed with SIGKILL
+anywhere in a batch. Each run is a driver subprocess (tests/spark_streaming_child.py) with its
+own SparkContext; every assertion is on the committed files, never on timing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spark_streaming_child as child
+from fault_tolerance_jobs import committed_lines
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+CHILD = Path(__file__).with_name("spark_streaming_child.py")
+EXPECTED = sorted(str(n) for n in range(child.NUMBERS))
+
+
+def run_child(work: Path, mode: str, n: int, delay_ms: int = 0) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    return subprocess.run(
+        [sys.executable, str(CHILD), str(work), mode, str(n), str(delay_ms)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=env,
+    )
+
+
+def test_a_task_failing_once_in_every_stage_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    result = run_child(tmp_path, "retry", 40)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert committed_lines(str(tmp_path / "out")) == EXPECTED
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(batches=st.integers(1, 4), delay_ms=st.integers(0, 400))
+def test_a_driver_killed_anywhere_in_a_batch_then_run_again_commits_every_line_once(
+    tmp_path_factory: pytest.TempPathFactory, batches: int, delay_ms: int
+) -> None:
+    work = tmp_path_factory.mktemp("killed")
+    killed = run_child(work, "kill", batches, delay_ms)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    finished = run_child(work, "finish", 0)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert committed_lines(str(work / "out")) == EXPECTED
