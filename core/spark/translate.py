@@ -7,6 +7,7 @@ writes, metrics) come back.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,8 @@ class Translation:
     outputs: list[RDD]
     final: RDD
     sorted_stages: set[int]
-    """Stages whose input needs Spark's sort to keep edge priorities (see `_stage_input`)."""
+    """Stages whose union of sorted upstream shuffles is sorted once more to keep edge
+    priorities (see `_stage_input`)."""
 
 
 def rdd_source_of(dag: DAG, vertex: str) -> Any:
@@ -58,6 +60,7 @@ def translate(
     outputs: list[RDD] = []
     shuffled: dict[int, RDD] = {}
     sorted_stages: set[int] = set()
+    edge_rank = {edge: rank for stage in stages.stages for edge, rank in stage.ranks.items()}
     for stage in stages.stages:
         rdd_source = _rdd_source(dag, stage)
         if rdd_source is not None:
@@ -78,7 +81,7 @@ def translate(
         output = base.mapPartitionsWithIndex(task).setName(stage.name)
         outputs.append(output)
         if stages.consumers(stage):
-            shuffled[stage.index] = output.partitionBy(members, member_of_key).setName(
+            shuffled[stage.index] = _sorted_shuffle(output, edge_rank, members).setName(
                 f"{stage.name} shuffled"
             )
     terminal = [outputs[s.index] for s in stages.stages if not stages.consumers(s)]
@@ -109,15 +112,35 @@ def _member_partitions(sc: SparkContext, rdd: RDD, members: int) -> RDD:
     return sc.union([rdd, sc.parallelize([], members - partitions)])
 
 
+def _sorted_shuffle(output: RDD, edge_rank: dict[int, int], members: int) -> RDD:
+    """`output` shuffled to its target members, each partition sorted on the records'
+    (rank, sequence, edge, upstream processor): a function of the records, never of the
+    order Spark fetches the map outputs in. A task re-run after a lost executor therefore
+    reads the same input in the same order and sends the same records (SPARK-23207's lesson);
+    interleaving the upstream processors by sequence also lets coalesced watermarks rise
+    after one record of each upstream, not after a whole upstream's output."""
+    return (
+        output.map(lambda record: (_sort_key(record, edge_rank), record[1]))
+        .repartitionAndSortWithinPartitions(members, member_of_key)
+        .mapPartitions(_unkeyed, preservesPartitioning=True)
+    )
+
+
+def _unkeyed(keyed: Iterator[tuple[tuple[int, ...], Any]]) -> Iterator[tuple[int, Any]]:
+    for key, body in keyed:
+        yield key[0], body
+
+
 def _stage_input(
     sc: SparkContext, stage: Stage, stages: StagePlan, shuffled: dict[int, RDD], members: int
 ) -> tuple[RDD, bool]:
     """The shuffled records a stage reads, with edges of a lower rank first (`Stage.ranks`:
     edge priorities, carried through the stage's local edges).
 
-    When each upstream stage sends edges of one rank, a `union` in rank order is free
-    (co-partitioned inputs stay in order, DESIGN.md); otherwise Spark sorts the records on
-    (member, rank, edge, upstream processor, sequence), which spills instead of buffering.
+    Each upstream stage's shuffle is sorted (`_sorted_shuffle`). When each upstream stage
+    sends edges of one rank, their `union` in rank order is free (co-partitioned inputs stay in
+    order, DESIGN.md); otherwise Spark sorts the union again on the same key, which spills
+    instead of buffering.
     """
     ranks: dict[int, set[int]] = {}
     for edge in stage.inbound:
@@ -132,13 +155,7 @@ def _stage_input(
     union = inputs[0] if len(inputs) == 1 else sc.union(inputs)
     if _union_keeps_ranks([ranks.get(s, set()) for s in order]):
         return union, False
-    rank = stage.ranks
-    return (
-        union.map(lambda record: (_sort_key(record, rank), record[1]))
-        .repartitionAndSortWithinPartitions(members, member_of_key)
-        .map(lambda keyed: (keyed[0][0], keyed[1])),
-        True,
-    )
+    return _sorted_shuffle(union, stage.ranks, members), True
 
 
 def _is_heir(stages: StagePlan, upstream: int, stage: Stage) -> bool:
@@ -157,9 +174,9 @@ def _union_keeps_ranks(groups: list[set[int]]) -> bool:
     return True
 
 
-def _sort_key(record: tuple[int, tuple[Any, ...]], rank: dict[int, int]) -> tuple[int, ...]:
+def _sort_key(record: tuple[int, tuple[Any, ...]], rank: dict[int, int]) -> tuple[Any, ...]:
     member, body = record
     if body[0] == RESULT:
-        return (member, _FIRST, 0, 0, 0)
+        return (member, _FIRST, body[4], body[1], body[2])
     edge, _local, upstream, seq, _payload = body
-    return (member, rank.get(edge, 0), edge, upstream, seq)
+    return (member, rank.get(edge, 0), seq, edge, upstream)
