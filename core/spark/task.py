@@ -15,7 +15,7 @@ from jetspark.core.spark.batch import BatchCoordinator, BatchSpec
 from jetspark.core.spark.exchange import SparkExchange
 from jetspark.core.spark.failures import task_failure
 from jetspark.core.spark.records import METRICS, result_record
-from jetspark.core.spark.task_stores import TaskStores
+from jetspark.core.spark.task_stores import RESULT_BATCH, TaskStores
 
 
 @dataclasses.dataclass
@@ -55,6 +55,7 @@ class StageTask:
             for progress in runtime.run_iter():
                 if exchange.out:
                     yield from exchange.take_output()
+                yield from stores.result_records(member, self.stage, at_least=RESULT_BATCH)
                 if progress:
                     backoff.reset()
                 else:

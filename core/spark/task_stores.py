@@ -14,7 +14,8 @@ from jetspark.core.serialization import encode_batch
 from jetspark.core.spark.records import LIST, MAP, RDD, result_record
 from jetspark.core.stores import Stores
 
-_BATCH = 4096
+RESULT_BATCH = 4096
+"""Items per result record; also how many a store gathers before the task sends them."""
 
 
 class TaskStores(Stores):
@@ -45,20 +46,34 @@ class TaskStores(Stores):
         """The items an RDD sink collects in this task, for `job.rdd(name)`."""
         return self._rdd_sinks.setdefault(name, [])
 
-    def result_records(self, member: int, stage: int) -> Iterator[Any]:
-        """What this task added: new list items, new or changed map entries, RDD-sink items."""
+    def result_records(self, member: int, stage: int, *, at_least: int = 1) -> Iterator[Any]:
+        """What this task added since the last call, as records of at most 4096 items, for each
+        store holding `at_least` new items: list items, new or changed map entries, RDD-sink
+        items. What is taken leaves the task's memory, so a task calls this after every round
+        and its sinks never buffer more than a batch (the driver applies the records in order).
+        """
         for name, items in self._lists.items():
-            added = items[len(self._shipped["lists"].get(name, ())) :]
-            yield from _batched(member, stage, LIST, name, added)
+            start = len(self._shipped["lists"].get(name, ()))
+            if len(items) - start >= at_least:
+                added = items[start:]
+                del items[start:]
+                yield from _batched(member, stage, LIST, name, added)
         for name, entries in self._maps.items():
-            before = self._shipped["maps"].get(name, {})
-            changed = [(k, v) for k, v in entries.items() if k not in before or before[k] != v]
-            yield from _batched(member, stage, MAP, name, changed)
+            if len(entries) >= at_least:
+                before = self._shipped["maps"].get(name, {})
+                changed = [(k, v) for k, v in entries.items() if k not in before or before[k] != v]
+                if len(changed) >= at_least:
+                    for key, _ in changed:
+                        del entries[key]
+                    yield from _batched(member, stage, MAP, name, changed)
         for name, items in self._rdd_sinks.items():
-            yield from _batched(member, stage, RDD, name, items)
+            if len(items) >= at_least:
+                taken = items[:]
+                items.clear()
+                yield from _batched(member, stage, RDD, name, taken)
 
 
 def _batched(member: int, stage: int, kind: str, name: str, items: list[Any]) -> Iterator[Any]:
-    for start in range(0, len(items), _BATCH):
-        payload = encode_batch(items[start : start + _BATCH])
+    for start in range(0, len(items), RESULT_BATCH):
+        payload = encode_batch(items[start : start + RESULT_BATCH])
         yield result_record(member, stage, kind, name, payload)
