@@ -6,9 +6,26 @@ import enum
 import threading
 from collections.abc import Callable
 
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.snapshot_store import SnapshotStore
+
+
+def checked_submission(dag: object, config: object) -> tuple[DAG, JobConfig]:
+    """What an engine's `new_job(dag, config)` was given, checked up front: a DAG, validated
+    (DagValidationError naming the vertex or edge), and a JobConfig (None: the defaults)."""
+    if not isinstance(dag, DAG):
+        raise TypeError(f"new_job() takes a DAG, got {type(dag).__name__} {dag!r:.60}")
+    if config is None:
+        config = JobConfig()
+    elif not isinstance(config, JobConfig):
+        raise TypeError(
+            f"new_job() takes a JobConfig (or None) as config, got {type(config).__name__}"
+        )
+    dag.validate()
+    return dag, config
 
 
 class JobStatus(enum.Enum):

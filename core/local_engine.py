@@ -10,7 +10,7 @@ from typing import Any
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
-from jetspark.core.job import Job
+from jetspark.core.job import Job, checked_submission
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.plan import JobPlan, plan_job
@@ -70,8 +70,7 @@ class LocalEngine:
         `restore_from` starts the job from a snapshot, typically `store.latest()`; it may have
         been taken with another member count or parallelism. `job.restart()` does both for you.
         """
-        config = JobConfig() if config is None else config
-        dag.validate()
+        dag, config = checked_submission(dag, config)
         if config.processing_guarantee is ProcessingGuarantee.NONE:
             if restore_from is not None or snapshot_store is not None:
                 raise ValueError(

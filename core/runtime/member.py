@@ -45,7 +45,8 @@ class MemberRuntime:
     generator yielding after every round whether anything progressed, so a Spark task can
     interleave rounds with handing on records and pulling input. Either way the end is the
     same: non-cooperative threads are stopped and joined (waiting `stop_timeout` seconds at
-    most in all), every processor's `close()` runs, then every supplier's `close(error)`.
+    most in all), `close()` runs on every processor whose `init()` was called, then every
+    supplier's `close(error)`.
     With `snapshots`, every round starts with the coordinator's `tick()`, and a successful
     end tells it the job completed (the final states count as committed).
     """
@@ -72,6 +73,8 @@ class MemberRuntime:
         self._cancel = cancel_event if cancel_event is not None else threading.Event()
         self._stop_timeout = stop_timeout
         self._cooperative: list[Tasklet] = []
+        self._init_called: list[Tasklet] = []
+        """Tasklets whose `init()` was called (even if it raised): only they are closed."""
         self._threads: list[tuple[threading.Thread, Tasklet]] = []
         self._stopping = False
         self._thread_error: BaseException | None = None
@@ -155,6 +158,7 @@ class MemberRuntime:
 
     def _start(self) -> None:
         for tasklet in self.tasklets:
+            self._init_called.append(tasklet)
             tasklet.init()
         for tasklet in self.tasklets:
             if tasklet.is_cooperative():
@@ -208,7 +212,7 @@ class MemberRuntime:
                 )
         steps: list[CloseStep] = [
             (_vertex_of(t), _index_of(t), "close", t.close)
-            for t in self.tasklets
+            for t in self._init_called
             if id(t) not in stuck
         ]
         if isinstance(error, GeneratorExit):

@@ -21,6 +21,7 @@ from jetspark.core.runtime.closing import CloseStep, close_all
 from jetspark.edges.edge import Edge
 from jetspark.edges.policy import RoutingPolicy
 from jetspark.edges.routing import Channel, Router, make_router, partition_table, target_processors
+from jetspark.partitioning import checked_partitioner
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class EdgePlan:
             channels,
             upstream,
             key_fn=e.key_fn,
-            partitioner=e.partitioner,
+            partitioner=checked_partitioner(e.partitioner),
             partition_count=self.partition_count,
             table=self.partition_table,
             all_to_one_partition=self.all_to_one_partition,
