@@ -9,19 +9,25 @@ makes the new snapshot visible atomically, keeping the previous one until then.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import logging
 import os
 import re
+import secrets
 import shutil
+import stat
 import threading
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgpack
+
 from jetspark.core.errors import SnapshotError
-from jetspark.core.files import fsync_directory, write_atomically
-from jetspark.core.serialization import decode_batch, encode_batch
+from jetspark.core.files import create_exclusive, fsync_directory, write_atomically
+from jetspark.core.serialization import decode_batch
 
 _log = logging.getLogger("jetspark.snapshots")
 
@@ -116,30 +122,43 @@ class InMemorySnapshotStore:
         return f"InMemorySnapshotStore(latest={self._latest!r})"
 
 
-_FORMAT = "jetspark-snapshot-1"
+_FORMAT = "jetspark-snapshot-2"
+_PART_FORMAT = "jetspark-snapshot-part-2"
 _MANIFEST = "MANIFEST"
-_SNAPSHOT_DIR = re.compile(r"snapshot-(\d{10})")
+_KEY = "KEY"
+_KEY_BYTES = 32
+_TAG_BYTES = hashlib.sha256().digest_size
+_SNAPSHOT_DIR = re.compile(r"snapshot-(\d{10,})")
+_PART_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
+_PRIVATE_FILE = 0o600
+_PRIVATE_DIRECTORY = 0o700
 
 
 class DirectorySnapshotStore:
     """Snapshots as files in `directory`, so a job can be restarted by another process.
 
-    Layout: one directory `snapshot-<id, 10 digits>/` per snapshot, holding one file per vertex
-    (`vertex-<n>.bin`: `encode_batch` of `(global index, completed, entries bytes)` per
-    processor) and `MANIFEST` (`encode_batch` of the format tag, the snapshot id, the member count
-    and, per vertex, its name, local parallelism, file name, size and CRC-32). Every file is
-    written to a temporary name, fsynced and renamed; the manifest is written last, so a
-    snapshot without a valid manifest, or whose files do not match it, is one a process died
-    writing and is never used. Older snapshot directories are removed only after the new
-    manifest is in place, so the last complete snapshot survives until the next one is complete.
+    Layout (docs/fault_tolerance.md): `KEY`, the store's secret (0600, made on first use);
+    one directory `snapshot-<id, at least 10 digits>/` per snapshot, holding its parts
+    (`write_part`: the states of some processors, one part per member when `save` writes)
+    and the `MANIFEST` (`commit`), each file an HMAC-SHA256 tag under the key, then msgpack.
+    Nothing is decoded before its tag checks out, and the entries of a processor
+    (`encode_batch` bytes, which may be pickle) only after that, so files planted in the
+    directory can never run code; the directory must not be writable by other users.
+    Every file is written to a temporary name (0600), fsynced and renamed; the manifest is
+    written last, so a snapshot without a valid manifest, or whose parts do not match it, is
+    one a process died writing and is never used. Older snapshot directories are removed only
+    after the new manifest is in place, so the last complete snapshot survives until the next
+    one is complete.
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = os.fspath(directory)
-        os.makedirs(self.directory, exist_ok=True)
+        os.makedirs(self.directory, mode=_PRIVATE_DIRECTORY, exist_ok=True)
+        _refuse_if_others_can_write(self.directory)
+        self._key = _load_or_create_key(os.path.join(self.directory, _KEY))
 
     def latest(self) -> Snapshot | None:
-        """The newest snapshot whose manifest and files are intact, or None.
+        """The newest snapshot whose manifest and parts are intact and authentic, or None.
 
         A save running meanwhile may complete a newer snapshot and delete the older ones while
         this reads them; the directory is then listed again, so a complete snapshot is found.
@@ -161,61 +180,193 @@ class DirectorySnapshotStore:
         return max(self._ids(), default=0) + 1
 
     def save(self, snapshot: Snapshot) -> None:
-        """Writes `snapshot` (vertex files, then the manifest), then removes older snapshots."""
+        """Writes `snapshot` (one part per member, then the manifest); removes older ones."""
         existing = self._ids()
         if existing and snapshot.snapshot_id <= max(existing):
             raise SnapshotError(
                 f"{self}: snapshot {snapshot.snapshot_id} must be newer than every snapshot "
                 f"present (highest {max(existing)})"
             )
-        target = self._path(snapshot.snapshot_id)
-        os.makedirs(target)
-        vertices = []
-        for number, name in enumerate(sorted(snapshot.local_parallelism)):
-            saved = sorted(snapshot.of_vertex(name).items())
-            data = encode_batch((index, p.completed, p.data) for index, p in saved)
-            filename = f"vertex-{number}.bin"
-            write_atomically(os.path.join(target, filename), data)
-            vertices.append(
-                (name, snapshot.local_parallelism[name], filename, len(data), zlib.crc32(data))
-            )
+        by_member: dict[str, dict[ProcessorKey, ProcessorSnapshot]] = {}
+        for (vertex, index), saved in snapshot.processors.items():
+            member = index // snapshot.local_parallelism[vertex]
+            by_member.setdefault(f"member-{member}", {})[(vertex, index)] = saved
+        tags = {
+            name: self.write_part(snapshot.snapshot_id, name, processors)
+            for name, processors in sorted(by_member.items())
+        }
+        self.commit(snapshot.snapshot_id, snapshot.member_count, snapshot.local_parallelism, tags)
+
+    def write_part(
+        self,
+        snapshot_id: int,
+        name: str,
+        processors: Mapping[ProcessorKey, ProcessorSnapshot],
+    ) -> bytes:
+        """Writes the file `part-<name>.bin` of snapshot `snapshot_id`, holding what the given
+        processors saved (a Spark task would write its member's; `name` is letters, digits,
+        `-` and `_`); creates the snapshot's directory if needed. Any process holding the
+        store's key may call it. Returns the part's tag, which `commit` records."""
+        if not _PART_NAME.fullmatch(name):
+            raise ValueError(f"a part name is letters, digits, '-' and '_', got {name!r}")
+        target = self._path(snapshot_id)
+        os.makedirs(target, mode=_PRIVATE_DIRECTORY, exist_ok=True)
+        entries = [
+            (vertex, index, saved.completed, saved.data)
+            for (vertex, index), saved in sorted(processors.items())
+        ]
+        body = _pack([_PART_FORMAT, snapshot_id, name, entries])
+        tag = self._tag(body)
+        write_atomically(os.path.join(target, f"part-{name}.bin"), tag + body, _PRIVATE_FILE)
+        return tag
+
+    def read_part(
+        self, snapshot_id: int, name: str, tag: bytes | None = None
+    ) -> dict[ProcessorKey, ProcessorSnapshot]:
+        """The processors' states `write_part` wrote, after checking the file's tag (and that
+        it is `tag`, when given); SnapshotError when it is not authentic or not that part."""
+        if not _PART_NAME.fullmatch(name):
+            raise SnapshotError(f"{name!r} is no part name")
+        filename = f"part-{name}.bin"
+        part = _unpack(self._authentic(os.path.join(self._path(snapshot_id), filename), tag))
+        if len(part) != 4 or part[:3] != (_PART_FORMAT, snapshot_id, name):
+            raise SnapshotError(f"{filename} is not part {name!r} of snapshot {snapshot_id}")
+        return {
+            (vertex, index): ProcessorSnapshot(data, completed)
+            for vertex, index, completed, data in part[3]
+        }
+
+    def commit(
+        self,
+        snapshot_id: int,
+        member_count: int,
+        local_parallelism: Mapping[str, int],
+        parts: Mapping[str, bytes],
+    ) -> None:
+        """Makes snapshot `snapshot_id` complete: writes its manifest, naming every part (name
+        -> the tag `write_part` returned), then removes the older snapshots."""
+        target = self._path(snapshot_id)
+        os.makedirs(target, mode=_PRIVATE_DIRECTORY, exist_ok=True)
         fsync_directory(target)
-        manifest = encode_batch(
-            [_FORMAT, snapshot.snapshot_id, snapshot.member_count, tuple(vertices)]
+        body = _pack(
+            [
+                _FORMAT,
+                snapshot_id,
+                member_count,
+                sorted(local_parallelism.items()),
+                sorted(parts.items()),
+            ]
         )
-        write_atomically(os.path.join(target, _MANIFEST), manifest)
+        write_atomically(os.path.join(target, _MANIFEST), self._tag(body) + body, _PRIVATE_FILE)
         fsync_directory(target)
-        for old in existing:
-            shutil.rmtree(self._path(old), ignore_errors=True)
+        for old in self._ids():
+            if old < snapshot_id:
+                shutil.rmtree(self._path(old), ignore_errors=True)
 
     def _ids(self) -> list[int]:
         return [
             int(match.group(1))
             for name in os.listdir(self.directory)
-            if (match := _SNAPSHOT_DIR.fullmatch(name))
+            if (match := _SNAPSHOT_DIR.fullmatch(name)) and name == _dir_name(int(match.group(1)))
         ]
 
     def _path(self, snapshot_id: int) -> str:
-        return os.path.join(self.directory, f"snapshot-{snapshot_id:010d}")
+        return os.path.join(self.directory, _dir_name(snapshot_id))
+
+    def _tag(self, body: bytes) -> bytes:
+        return hmac.digest(self._key, body, "sha256")
+
+    def _authentic(self, path: str, expected: bytes | None = None) -> bytes:
+        """The body of the file at `path` once its tag checks out under the store's key."""
+        with open(path, "rb") as file:
+            data = file.read()
+        tag, body = data[:_TAG_BYTES], data[_TAG_BYTES:]
+        if len(tag) != _TAG_BYTES or not hmac.compare_digest(tag, self._tag(body)):
+            raise SnapshotError(
+                f"{os.path.basename(path)} fails authentication: it was not written with this "
+                "store's key (damaged, planted, or from another store)"
+            )
+        if expected is not None and not hmac.compare_digest(tag, expected):
+            raise SnapshotError(f"{os.path.basename(path)} is not the part the manifest names")
+        return body
 
     def _load(self, snapshot_id: int) -> Snapshot:
-        path = self._path(snapshot_id)
-        with open(os.path.join(path, _MANIFEST), "rb") as file:
-            manifest = decode_batch(file.read())
-        if len(manifest) != 4 or manifest[0] != _FORMAT or manifest[1] != snapshot_id:
+        manifest = _unpack(self._authentic(os.path.join(self._path(snapshot_id), _MANIFEST)))
+        if len(manifest) != 5 or manifest[0] != _FORMAT or manifest[1] != snapshot_id:
             raise SnapshotError(f"not a manifest of snapshot {snapshot_id} ({_FORMAT})")
-        _, _, member_count, vertices = manifest
-        parallelism: dict[str, int] = {}
+        _, _, member_count, parallelism, parts = manifest
         processors: dict[ProcessorKey, ProcessorSnapshot] = {}
-        for name, local_parallelism, filename, size, crc in vertices:
-            with open(os.path.join(path, filename), "rb") as file:
-                data = file.read()
-            if len(data) != size or zlib.crc32(data) != crc:
-                raise SnapshotError(f"{filename} does not match the manifest (size or CRC-32)")
-            parallelism[name] = local_parallelism
-            for index, completed, entries in decode_batch(data):
-                processors[(name, index)] = ProcessorSnapshot(entries, completed)
-        return Snapshot(snapshot_id, member_count, parallelism, processors)
+        for name, tag in parts:
+            processors.update(self.read_part(snapshot_id, name, tag))
+        return Snapshot(snapshot_id, member_count, dict(parallelism), processors)
 
     def __repr__(self) -> str:
         return f"DirectorySnapshotStore({self.directory!r})"
+
+
+def _dir_name(snapshot_id: int) -> str:
+    return f"snapshot-{snapshot_id:010d}"
+
+
+def _pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass")
+
+
+def _unpack(body: bytes) -> Any:
+    try:
+        return msgpack.unpackb(
+            body, raw=False, use_list=False, strict_map_key=False, unicode_errors="surrogatepass"
+        )
+    except (ValueError, msgpack.UnpackException) as error:
+        problem = f"{type(error).__name__}: {error}"
+        raise SnapshotError(f"unreadable snapshot file ({problem})") from error
+
+
+def _refuse_if_others_can_write(directory: str) -> None:
+    """SnapshotError when users other than this one could plant or replace files there."""
+    if not hasattr(os, "getuid"):
+        return  # no POSIX permissions to check
+    info = os.stat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        raise SnapshotError(f"snapshot store {directory!r} is not a directory")
+    if info.st_uid != os.getuid():
+        raise SnapshotError(
+            f"snapshot store {directory!r} belongs to another user (uid {info.st_uid}); use a "
+            "directory of your own"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise SnapshotError(
+            f"snapshot store {directory!r} is writable by other users (mode "
+            f"{stat.S_IMODE(info.st_mode):o}); restrict it (chmod 700) or use another directory"
+        )
+
+
+def _load_or_create_key(path: str) -> bytes:
+    """The store's secret key, created (0600) when the store is new: written whole to a
+    temporary file, then linked to `path`, so a process starting at the same time reads either
+    no key (and makes its own, losing the race to link it) or the whole one."""
+    if not os.path.lexists(path):
+        temporary, file = create_exclusive(os.path.dirname(path), f".{_KEY}", _PRIVATE_FILE)
+        try:
+            with file:
+                file.write(secrets.token_bytes(_KEY_BYTES))
+                file.flush()
+                os.fsync(file.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, path)
+        finally:
+            os.remove(temporary)
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(descriptor, "rb") as file:
+        info = os.fstat(file.fileno())
+        key = file.read()
+    if hasattr(os, "getuid") and (
+        info.st_uid != os.getuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    ):
+        raise SnapshotError(
+            f"the snapshot store's key {path!r} must belong to you and be readable by you "
+            f"alone (mode 600), it has mode {stat.S_IMODE(info.st_mode):o}"
+        )
+    if len(key) != _KEY_BYTES:
+        raise SnapshotError(f"the snapshot store's key {path!r} is damaged ({len(key)} bytes)")
+    return key
