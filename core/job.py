@@ -70,6 +70,7 @@ class Job:
         self._ended = threading.Event()
         self._error: BaseException | None = None
         self._read_metrics: Callable[[], JobMetrics] = JobMetrics
+        self._on_cancel: Callable[[], None] | None = None
 
     @property
     def status(self) -> JobStatus:
@@ -95,6 +96,12 @@ class Job:
         """Asks the job to stop; `join()` then raises JobCancelledError. No-op once it ended."""
         if not self._ended.is_set():
             self.cancel_event.set()
+            if self._on_cancel is not None:
+                self._on_cancel()
+
+    def on_cancel(self, hook: Callable[[], None]) -> None:
+        """Engine side: `hook()` runs on every `cancel()` before the job ended."""
+        self._on_cancel = hook
 
     def restart(self) -> Job:
         """Starts the job again, restored from its last complete snapshot; returns the new Job.

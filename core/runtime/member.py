@@ -78,6 +78,15 @@ class MemberRuntime:
         self._threads: list[tuple[threading.Thread, Tasklet]] = []
         self._stopping = False
         self._thread_error: BaseException | None = None
+        self.running: Tasklet | None = None
+        """The cooperative tasklet being called (None between rounds): who blocks a stuck job."""
+        self._abandoned = False
+        self._shutdown_lock = threading.Lock()
+        self._shut_down = False
+        self._current_call: tuple[Tasklet, float] | None = None
+        """With a slow-callback limit: the cooperative call under way and when it started."""
+        self._warned_call: tuple[Tasklet, float] | None = None
+        self._watchdog_stop = threading.Event()
 
     def cancel(self) -> None:
         """Asks the runtime to stop; the driving call raises JobCancelledError at its next round."""
@@ -127,10 +136,14 @@ class MemberRuntime:
         progress = 0
         finished: list[Tasklet] = []
         for tasklet in tasklets:
+            self.running = tasklet
             result = tasklet.call() if slow is None else self._timed_call(tasklet, slow)
+            if self._abandoned:
+                raise JobCancelledError("the job was cancelled while a callback blocked it")
             progress |= result
             if result == DONE:
                 finished.append(tasklet)
+        self.running = None
         if finished:
             self._cooperative = [t for t in tasklets if t not in finished]
         return bool(progress)
@@ -141,9 +154,25 @@ class MemberRuntime:
         processors = [t for t in self.tasklets if isinstance(t, ProcessorTasklet)]
         return collect_metrics(processors, self._edges, traffic)
 
+    def abandon(self) -> Tasklet | None:
+        """Ends a job whose driving thread is stuck inside a cooperative callback (called from
+        another thread once `stop_timeout` has passed after a cancel): stops and closes
+        everything but the stuck processor, whose thread is left running, and returns it; when
+        that callback returns at last, the driving call raises JobCancelledError at once.
+        Returns None, doing nothing, when no cooperative callback is running or the runtime
+        is already shutting down."""
+        stuck = self.running
+        if stuck is None or self._shut_down:
+            return None
+        self._abandoned = True
+        self._shutdown(JobCancelledError("the job was cancelled"), stuck)
+        return stuck
+
     def _timed_call(self, tasklet: Tasklet, limit: float) -> int:
         start = time.perf_counter()
+        self._current_call = (tasklet, start)
         result = tasklet.call()
+        self._current_call = None
         took = time.perf_counter() - start
         if took > limit:
             tasklet.logger.warning(
@@ -156,10 +185,39 @@ class MemberRuntime:
             )
         return result
 
+    def _watch_slow_calls(self, limit: float) -> None:
+        """The slow-callback warning for a callback that has not returned yet (it blocks)."""
+        while not self._watchdog_stop.wait(max(limit / 2, 0.01)):
+            call = self._current_call
+            if call is None or call is self._warned_call:
+                continue
+            tasklet, start = call
+            took = time.perf_counter() - start
+            if took > limit:
+                self._warned_call = call
+                tasklet.logger.warning(
+                    "%s: cooperative callback %s is still running after %.1f ms (limit %.1f ms); "
+                    "a cooperative processor must not block: it stops every processor of its "
+                    "thread",
+                    tasklet.name,
+                    tasklet.callback,
+                    took * 1000,
+                    limit * 1000,
+                )
+
     def _start(self) -> None:
+        if self._slow is not None:
+            threading.Thread(
+                target=self._watch_slow_calls,
+                args=(self._slow,),
+                name="jetspark-slow-callback-watchdog",
+                daemon=True,
+            ).start()
         for tasklet in self.tasklets:
             self._init_called.append(tasklet)
+            self.running = tasklet
             tasklet.init()
+        self.running = None
         for tasklet in self.tasklets:
             if tasklet.is_cooperative():
                 self._cooperative.append(tasklet)
@@ -195,10 +253,17 @@ class MemberRuntime:
             raise self._thread_error
         return True
 
-    def _shutdown(self, error: BaseException | None) -> None:
+    def _shutdown(self, error: BaseException | None, blocked: Tasklet | None = None) -> None:
+        """Stops the threads and closes everything, once (`abandon` may get here first);
+        `blocked`, a cooperative tasklet stuck in a callback, is not closed."""
+        with self._shutdown_lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
         self._stopping = True
+        self._watchdog_stop.set()
         deadline = time.monotonic() + self._stop_timeout
-        stuck = set()
+        stuck = set() if blocked is None else {id(blocked)}
         for thread, tasklet in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
