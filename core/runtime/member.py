@@ -12,6 +12,7 @@ from jetspark.core.runtime.closing import CloseStep, close_all
 from jetspark.core.runtime.exchange import Exchange
 from jetspark.core.runtime.metrics import JobMetrics, collect_metrics
 from jetspark.core.runtime.plan import EdgePlan
+from jetspark.core.runtime.priority import STALL_SECONDS, priority_stall
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.runtime.tasklet import DONE, ProcessorTasklet, Tasklet
 from jetspark.core.suppliers import ProcessorSupplier
@@ -87,19 +88,39 @@ class MemberRuntime:
         """With a slow-callback limit: the cooperative call under way and when it started."""
         self._warned_call: tuple[Tasklet, float] | None = None
         self._watchdog_stop = threading.Event()
+        self._last_thread_progress = 0.0
+        """When a non-cooperative tasklet last made progress (time.monotonic)."""
+        self._thread_returned: dict[int, float] = {}
+        """id(non-cooperative tasklet) -> when its last call returned (time.monotonic)."""
 
     def cancel(self) -> None:
         """Asks the runtime to stop; the driving call raises JobCancelledError at its next round."""
         self._cancel.set()
 
     def run(self) -> None:
-        """Drives the tasklets to the end on this thread, sleeping briefly when nothing moves."""
+        """Drives the tasklets to the end on this thread, sleeping briefly when nothing moves.
+
+        When nothing has moved for `priority.STALL_SECONDS` while a processor waits for an
+        inbound edge of its current priority behind another edge's full queue (the priority
+        trap), the job fails with that diagnosis instead of hanging.
+        """
         backoff = Backoff()
-        for progress in self.run_iter():
+        rounds = self.run_iter()
+        stalled_since: float | None = None
+        for progress in rounds:
             if progress:
                 backoff.reset()
-            else:
-                backoff.idle()
+                stalled_since = None
+                continue
+            now = time.monotonic()
+            if stalled_since is None or self._last_thread_progress > stalled_since:
+                stalled_since = now
+            elif now - stalled_since >= STALL_SECONDS and self._threads_spin(stalled_since):
+                stalled_since = now
+                trap = priority_stall(self.tasklets, self._edges)
+                if trap is not None:
+                    rounds.throw(trap)
+            backoff.idle()
 
     def run_iter(self) -> Iterator[bool]:
         """Starts the tasklets, then yields after each round whether it made progress.
@@ -147,6 +168,16 @@ class MemberRuntime:
         if finished:
             self._cooperative = [t for t in tasklets if t not in finished]
         return bool(progress)
+
+    def _threads_spin(self, since: float) -> bool:
+        """True when every live non-cooperative tasklet has returned from a call after `since`
+        (so none is inside a long callback that may yet make progress)."""
+        returned = self._thread_returned
+        return all(
+            returned.get(id(tasklet), 0.0) > since
+            for thread, tasklet in self._threads
+            if thread.is_alive()
+        )
 
     def metrics(self) -> JobMetrics:
         """A snapshot of the processors' and edges' counters; callable from any thread."""
@@ -238,7 +269,9 @@ class MemberRuntime:
                 result = tasklet.call()
                 if result == DONE:
                     return
+                self._thread_returned[id(tasklet)] = now = time.monotonic()
                 if result:
+                    self._last_thread_progress = now
                     backoff.reset()
                 else:
                     backoff.idle()

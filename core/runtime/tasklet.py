@@ -157,6 +157,20 @@ class ProcessorTasklet:
         """Inbound priority groups not yet exhausted (the one being consumed included)."""
         return len(self._groups) + bool(self._group)
 
+    def priority_wait(self) -> tuple[InboundStream, InboundStream] | None:
+        """(an awaited stream, a full one) when the processor waits for its current priority
+        group, which has nothing queued, while a queue of a later group is full."""
+        group = self._group
+        if not group or self._state != self._process_inbound:
+            return None
+        if any(stream.inbox.queue or stream.queued() or stream.done for stream in group):
+            return None
+        for later in self._groups:
+            for stream in later:
+                if any(queue.room() <= 0 for queue in stream.queues):
+                    return group[0], stream
+        return None
+
     def _failure(self, error: Exception, callback: str) -> JobFailedError:
         return JobFailedError.caused_by(
             error, vertex_name=self.vertex_name, processor_index=self.index, callback=callback
