@@ -12,6 +12,7 @@ from runtime_processors import ListSink, ScriptSource
 
 from jetspark.core import DAG, JobFailedError, JobStatus, LocalEngine
 from jetspark.edges import EdgeConfig, from_
+from jetspark.processors import map_p
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -74,3 +75,16 @@ def test_edges_from_separate_sources_get_no_warning(caplog: pytest.LogCaptureFix
         engine.new_job(dag).join(timeout=20)
     assert sorted(engine.get_list("joined")) == sorted(list(range(200)) * 2)
     assert warnings_of(caplog) == []
+
+
+def test_a_trap_through_a_longer_path_is_caught_while_running() -> None:
+    dag = DAG()
+    source = dag.new_vertex("source", lambda: ScriptSource({0: list(range(200))}), 1)
+    relay = dag.new_vertex("relay", map_p(lambda item: item), 1)
+    join = dag.new_vertex("join", lambda: ListSink("joined"), 1)
+    config = EdgeConfig(queue_size=16)
+    dag.edge(from_(source, 0).to(join, 0).set_config(config))
+    dag.edge(from_(source, 1).to(relay).set_config(config))
+    dag.edge(from_(relay).to(join, 1).priority(-1).set_config(config))
+    with pytest.raises(JobFailedError, match="vertex 'join', processor #0: the job is stuck"):
+        LocalEngine().new_job(dag).join(timeout=20)
