@@ -11,6 +11,7 @@ unreadable stopwords or index file, an output path that cannot be written).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -28,7 +29,10 @@ PROGRESS_POLL_SECONDS = 0.5
 
 def _positive_int(text: str) -> int:
     """An argparse type: an int of at least 1."""
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
@@ -36,9 +40,12 @@ def _positive_int(text: str) -> int:
 
 def _fraction(text: str) -> float:
     """An argparse type: a float between 0 and 1."""
-    value = float(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value <= 1:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
 
 
@@ -303,6 +310,9 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
     for path in (index_path, args.tsv):
         if path:
             check_writable(path)
+            _probe_writable(path)
+    if args.stopwords:
+        _check_text_file(args.stopwords, "stopwords file")
     stopwords = load_stopwords(args.stopwords) if args.stopwords else None
     corpus = _corpus(args)
     with EngineSession.of(args, spark) as session:
@@ -333,20 +343,74 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
 
 def _search(args: argparse.Namespace, spark: Any) -> int:
     """`jetspark search`: the documents containing every query term, best first."""
-    from jetspark.processors.tfidf import TfIdfIndex, search
+    from jetspark.processors.tfidf import InputError, TfIdfIndex, search
     from jetspark.processors.tfidf.search import query_terms
+    from jetspark.processors.tfidf.tokenize import Tokenizer
 
-    index = TfIdfIndex.load(args.index)
-    terms = query_terms(index, args.query)
+    try:
+        index = TfIdfIndex.load(args.index)
+        words = Tokenizer(index.tokenizer, frozenset()).words(args.query)
+        terms = query_terms(index, args.query)
+        hits = search(index, args.query, args.top) if terms else []
+    except InputError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
+        raise InputError(
+            f"{args.index!r} is a damaged jetspark index ({type(error).__name__}: {error}); "
+            "rebuild it with `jetspark tfidf`"
+        ) from error
+    if not words:
+        raise InputError(f"the query {args.query!r} has no words to search for")
+    damaged = next((hit for hit in hits if not math.isfinite(hit.score)), None)
+    if damaged is not None:
+        raise InputError(
+            f"{args.index!r} is a damaged jetspark index: {damaged.document!r} scores "
+            f"{damaged.score}; rebuild it with `jetspark tfidf`"
+        )
     if not terms:
         print(f"no search terms in {args.query!r}: all its words are stopwords")
         return 0
-    hits = search(index, args.query, args.top)
     if not hits:
         print(f"no document contains all of: {' '.join(terms)}")
     for hit in hits:
         print(f"{hit.score:12.4f}  {hit.document}")
     return 0
+
+
+def _probe_writable(path: str) -> None:
+    """InputError unless a file can really be created beside `path` (a directory that claims
+    to be writable, such as /proc, fails only here), before the long job runs."""
+    from jetspark.core.files import create_exclusive
+    from jetspark.processors.tfidf import InputError
+
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        probe, file = create_exclusive(directory, ".jetspark-probe")
+        file.close()
+        os.remove(probe)
+    except OSError as error:
+        raise InputError(f"cannot write {path!r}: {error.strerror or error}") from error
+
+
+def _check_text_file(path: str, what: str) -> None:
+    """InputError when the file at `path` is binary (holds NUL bytes) or not UTF-8 text."""
+    from jetspark.processors.tfidf import InputError
+
+    try:
+        with open(path, "rb") as file:
+            data = file.read(1 << 20)
+    except OSError:
+        return  # the loader reports an unreadable file in its own words
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        if len(data) < 1 << 20 or error.start < len(data) - 3:  # not a cut multi-byte character
+            raise InputError(
+                f"the {what} {path!r} is not UTF-8 text ({error.reason} at byte {error.start})"
+            ) from error
+        text = ""
+    if "\0" in text or b"\0" in data:
+        raise InputError(f"the {what} {path!r} is a binary file, not text (one entry a line)")
 
 
 def _stopwords(args: argparse.Namespace, spark: Any) -> int:

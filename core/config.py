@@ -30,6 +30,19 @@ class JobConfig:
     partition_count: int = 271
 
     def __post_init__(self) -> None:
+        if self.name is not None and not isinstance(self.name, str):
+            raise TypeError(f"name must be a str or None, got {self.name!r}")
+        for setting in (
+            "snapshot_interval_millis",
+            "max_watermark_retain_millis",
+            "partition_count",
+        ):
+            _require_int(setting, getattr(self, setting))
+        slow = self.slow_callback_millis
+        if slow is not None and (
+            isinstance(slow, bool) or not isinstance(slow, (int, float)) or not slow > 0
+        ):
+            raise TypeError(f"slow_callback_millis must be a positive number or None, got {slow!r}")
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError(
                 "processing_guarantee must be a ProcessingGuarantee, "
@@ -41,3 +54,8 @@ class JobConfig:
             )
         if self.partition_count <= 0:
             raise ValueError(f"partition_count must be positive, got {self.partition_count}")
+
+
+def _require_int(setting: str, value: object) -> None:
+    if type(value) is not int:
+        raise TypeError(f"{setting} must be an int, got {type(value).__name__} {value!r}")

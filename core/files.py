@@ -1,20 +1,50 @@
-"""Durable file operations shared by snapshot stores and transactional sinks."""
+"""Durable, safe file operations shared by snapshot stores and file sinks.
+
+Temporary files get unpredictable names and are created exclusively (`O_CREAT | O_EXCL`, plus
+`O_NOFOLLOW`): a file or symbolic link planted at the name makes the creation fail instead of
+being written through, so nobody can steer a job's writes into another file.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import uuid
+import secrets
+from typing import IO
+
+_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+_EXCLUSIVE |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
-def write_atomically(path: str, data: bytes) -> None:
+def create_exclusive(directory: str, prefix: str, mode: int = 0o666) -> tuple[str, IO[bytes]]:
+    """Creates a new file `<prefix>.<random>.tmp` in `directory` (permissions `mode`, less the
+    umask) and returns its path and a binary file open for writing; never opens an existing
+    file or follows a symbolic link."""
+    while True:
+        path = os.path.join(directory, f"{prefix}.{secrets.token_hex(16)}.tmp")
+        try:
+            descriptor = os.open(path, _EXCLUSIVE, mode)
+        except FileExistsError:
+            continue  # 128 random bits: only a name planted on purpose gets here
+        return path, os.fdopen(descriptor, "wb")
+
+
+def write_atomically(path: str, data: bytes, mode: int = 0o666) -> None:
     """Writes `data` to `path` through a fsynced temporary file and a rename: a reader (or a
-    process restarted after a crash) sees the old file or the whole new one, never a part."""
-    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(temporary, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    process restarted after a crash) sees the old file or the whole new one, never a part.
+    The temporary file is removed when anything fails."""
+    directory, name = os.path.split(path)
+    temporary, file = create_exclusive(directory or ".", f".{name}", mode)
+    try:
+        with file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
 
 
 def fsync_directory(path: str) -> None:

@@ -6,9 +6,26 @@ import enum
 import threading
 from collections.abc import Callable
 
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.snapshot_store import SnapshotStore
+
+
+def checked_submission(dag: object, config: object) -> tuple[DAG, JobConfig]:
+    """What an engine's `new_job(dag, config)` was given, checked up front: a DAG, validated
+    (DagValidationError naming the vertex or edge), and a JobConfig (None: the defaults)."""
+    if not isinstance(dag, DAG):
+        raise TypeError(f"new_job() takes a DAG, got {type(dag).__name__} {dag!r:.60}")
+    if config is None:
+        config = JobConfig()
+    elif not isinstance(config, JobConfig):
+        raise TypeError(
+            f"new_job() takes a JobConfig (or None) as config, got {type(config).__name__}"
+        )
+    dag.validate()
+    return dag, config
 
 
 class JobStatus(enum.Enum):
@@ -53,6 +70,7 @@ class Job:
         self._ended = threading.Event()
         self._error: BaseException | None = None
         self._read_metrics: Callable[[], JobMetrics] = JobMetrics
+        self._on_cancel: Callable[[], None] | None = None
 
     @property
     def status(self) -> JobStatus:
@@ -78,6 +96,12 @@ class Job:
         """Asks the job to stop; `join()` then raises JobCancelledError. No-op once it ended."""
         if not self._ended.is_set():
             self.cancel_event.set()
+            if self._on_cancel is not None:
+                self._on_cancel()
+
+    def on_cancel(self, hook: Callable[[], None]) -> None:
+        """Engine side: `hook()` runs on every `cancel()` before the job ended."""
+        self._on_cancel = hook
 
     def restart(self) -> Job:
         """Starts the job again, restored from its last complete snapshot; returns the new Job.

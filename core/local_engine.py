@@ -10,9 +10,11 @@ from typing import Any
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
-from jetspark.core.job import Job
+from jetspark.core.errors import JobCancelledError
+from jetspark.core.job import Job, checked_submission
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.exchange import LoopbackExchange
+from jetspark.core.runtime.member import MemberRuntime
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.runtime.snapshot import Clock, SnapshotCoordinator
 from jetspark.core.snapshot_store import InMemorySnapshotStore, Snapshot, SnapshotStore
@@ -29,7 +31,8 @@ class LocalEngine:
     With `members > 1` every distributed edge crosses members through serialization, as it
     would on a cluster. A vertex with local parallelism -1 gets `default_local_parallelism`
     (Jet's default, the cooperative thread count, which is one here). `stop_timeout` is how long
-    a stopping job waits for a non-cooperative processor to return from its callback.
+    a stopping job waits for a non-cooperative processor to return from its callback, and how
+    long a cancelled job waits for a blocking cooperative one before it ends without it.
     `snapshot_clock` (seconds) times the snapshot interval; a test can pass a clock it
     advances itself, so the snapshots fall at the same points of every run.
     """
@@ -70,8 +73,7 @@ class LocalEngine:
         `restore_from` starts the job from a snapshot, typically `store.latest()`; it may have
         been taken with another member count or parallelism. `job.restart()` does both for you.
         """
-        config = JobConfig() if config is None else config
-        dag.validate()
+        dag, config = checked_submission(dag, config)
         if config.processing_guarantee is ProcessingGuarantee.NONE:
             if restore_from is not None or snapshot_store is not None:
                 raise ValueError(
@@ -87,12 +89,9 @@ class LocalEngine:
             return self.new_job(dag, config, snapshot_store=store, restore_from=latest)
 
         job = Job(next(_job_ids), config.name, snapshot_store=store, restart=restart)
-        thread = threading.Thread(
-            target=self._execute,
-            args=(job, dag, config, restore_from),
-            name=f"jetspark-{job.name}",
-            daemon=True,
-        )
+        run = _LocalRun(self, job, dag, config, restore_from)
+        job.on_cancel(run.on_cancel)
+        thread = threading.Thread(target=run.execute, name=f"jetspark-{job.name}", daemon=True)
         thread.start()
         return job
 
@@ -104,45 +103,101 @@ class LocalEngine:
         """The engine's dict called `name` (created empty on first use)."""
         return self.stores.get_map(name)
 
-    def _execute(
-        self, job: Job, dag: DAG, config: JobConfig, restore_from: Snapshot | None
+
+class _LocalRun:
+    """One job on LocalEngine. Its thread plans, builds and runs it; a `cancel()` the thread
+    does not honour within `stop_timeout` (a cooperative callback blocks it) ends the job from
+    outside: everything but the stuck processor is closed and `join()` returns."""
+
+    def __init__(
+        self,
+        engine: LocalEngine,
+        job: Job,
+        dag: DAG,
+        config: JobConfig,
+        restore_from: Snapshot | None,
     ) -> None:
+        self.engine = engine
+        self.job = job
+        self.dag = dag
+        self.config = config
+        self.restore_from = restore_from
+        self.plan: JobPlan | None = None
+        self.runtime: MemberRuntime | None = None
+        self._finish_lock = threading.Lock()
+        self._finished = False
+
+    def execute(self) -> None:
         """The job thread: plan, build all members, run, close; never lets an error escape."""
+        engine, job = self.engine, self.job
         job.mark_running()
         error: BaseException | None = None
-        plan: JobPlan | None = None
         try:
-            plan = plan_job(
-                dag, config, self.members, self.default_local_parallelism, stores=self.stores
+            self.plan = plan = plan_job(
+                self.dag,
+                self.config,
+                engine.members,
+                engine.default_local_parallelism,
+                stores=engine.stores,
             )
             snapshots = None
             if job.snapshot_store is not None:
                 snapshots = SnapshotCoordinator(
                     plan,
                     job.snapshot_store,
-                    clock=self.snapshot_clock,
-                    restore_from=restore_from,
+                    clock=engine.snapshot_clock,
+                    restore_from=self.restore_from,
                     job_name=job.name,
                 )
-            runtime = build_member(
+            self.runtime = runtime = build_member(
                 plan,
-                range(self.members),
+                range(engine.members),
                 exchange=LoopbackExchange(),
                 cancel_event=job.cancel_event,
-                stop_timeout=self.stop_timeout,
+                stop_timeout=engine.stop_timeout,
                 snapshots=snapshots,
             )
             job.mark_running(runtime.metrics)
             runtime.run()
         except BaseException as failure:
             error = failure
-        if plan is not None:
+        self._finish(error)
+
+    def on_cancel(self) -> None:
+        """Gives the job thread `stop_timeout` seconds to honour the cancel."""
+        timer = threading.Timer(self.engine.stop_timeout, self._end_if_stuck)
+        timer.daemon = True
+        timer.start()
+
+    def _end_if_stuck(self) -> None:
+        runtime = self.runtime
+        if self._finished or runtime is None:
+            return
+        stuck = runtime.abandon()
+        if stuck is None:
+            return  # not stuck in a cooperative callback: the job thread ends the job
+        stuck.logger.warning(
+            "%s: cooperative callback %s still running %.1f s after the job was cancelled; "
+            "the job ends without it: its thread is left running and the processor is not closed",
+            stuck.name,
+            stuck.callback,
+            self.engine.stop_timeout,
+        )
+        self._finish(JobCancelledError("the job was cancelled"))
+
+    def _finish(self, error: BaseException | None) -> None:
+        """Closes the plan and ends the job, once (the job thread or `_end_if_stuck`)."""
+        with self._finish_lock:
+            if self._finished:
+                return
+            self._finished = True
+        if self.plan is not None:
             try:
-                plan.close(error)
+                self.plan.close(error)
             except BaseException as failure:
                 error = failure
         if error is None:
-            _log.info("%s completed", job.name)
+            _log.info("%s completed", self.job.name)
         else:
-            _log.info("%s ended: %s", job.name, error)
-        job.mark_ended(error)
+            _log.info("%s ended: %s", self.job.name, error)
+        self.job.mark_ended(error)

@@ -66,9 +66,10 @@ def _same_item(a: Any, b: Any) -> bool:
 class OutboxImpl:
     """An Outbox whose buckets are deques of bounded capacity, drained by whoever owns it.
 
-    A refused offer leaves the item "unfinished": the processor must offer that same item again
-    (Jet's contract); offering another item first raises ProcessorContractError, because the
-    refused item would otherwise be silently lost on a real cluster.
+    A refused offer leaves the item "unfinished": the processor must offer that same item to
+    the same ordinals again (Jet's contract); offering another item first, or the item to other
+    ordinals, raises ProcessorContractError, because the refused item would otherwise be lost
+    or duplicated. An ordinal outside `range(bucket_count())` raises ProcessorContractError too.
     """
 
     def __init__(self, capacities: Sequence[int], snapshot_capacity: int = 1024) -> None:
@@ -82,23 +83,59 @@ class OutboxImpl:
         """Named in contract errors; the runtime sets it to the vertex and processor index."""
         self._all_ordinals = tuple(range(len(capacities)))
         self._unfinished: Any = _NOTHING
+        self._unfinished_ordinals: tuple[int, ...] = ()
+        """The ordinals the refused item was offered to: it must be offered to them again."""
         self._accepted: set[int] = set()
         self._unfinished_snapshot: Any = _NOTHING
 
     def offer(self, item: Any, ordinal: Ordinals = None) -> bool:
         """Adds `item` to the bucket(s); False when a bucket is full (offer it again later)."""
-        if self._unfinished is not _NOTHING and not _same_item(item, self._unfinished):
-            self._raise_different_item(item, self._unfinished)
+        if self._unfinished is not _NOTHING:
+            self._check_same_offer(item, ordinal)
         if type(ordinal) is int:
+            if not 0 <= ordinal < len(self.buckets):
+                self._raise_bad_ordinal(ordinal)
             bucket = self.buckets[ordinal]
             if len(bucket) >= self.capacities[ordinal]:
                 self._unfinished = item
+                self._unfinished_ordinals = (ordinal,)
                 return False
             bucket.append(item)
             self._unfinished = _NOTHING
             return True
-        ordinals = self._all_ordinals if ordinal is None else tuple(ordinal)
-        return self._offer_to_many(item, ordinals)
+        return self._offer_to_many(item, self.ordinals_of(ordinal))
+
+    def ordinals_of(self, ordinal: Ordinals) -> tuple[int, ...]:
+        """The ordinals an `offer(item, ordinal)` goes to; ProcessorContractError naming a
+        non-existent one."""
+        if ordinal is None:
+            return self._all_ordinals
+        ordinals = (ordinal,) if isinstance(ordinal, int) else tuple(ordinal)
+        count = len(self.buckets)
+        for o in ordinals:
+            if type(o) is not int or not 0 <= o < count:
+                self._raise_bad_ordinal(o)
+        return ordinals
+
+    def _check_same_offer(self, item: Any, ordinal: Ordinals) -> None:
+        """Raises unless `item` and `ordinal` repeat the refused offer."""
+        pending = self._unfinished
+        if not _same_item(item, pending):
+            self._raise_different_item(item, pending)
+        ordinals = self.ordinals_of(ordinal)
+        if ordinals != self._unfinished_ordinals:
+            raise ProcessorContractError(
+                f"{self.owner} offered {item!r} to ordinals {list(ordinals)} after its offer to "
+                f"ordinals {list(self._unfinished_ordinals)} was refused by a full outbox; it "
+                "must offer the item to the same ordinals again, or the item is lost on some "
+                "and duplicated on others"
+            )
+
+    def _raise_bad_ordinal(self, ordinal: Any) -> None:
+        raise ProcessorContractError(
+            f"{self.owner} offered an item to ordinal {ordinal!r}, but its outbox has ordinals "
+            f"0..{len(self.buckets) - 1} (one per outbound edge)"
+        )
 
     def _offer_to_many(self, item: Any, ordinals: tuple[int, ...]) -> bool:
         accepted = self._accepted
@@ -114,6 +151,7 @@ class OutboxImpl:
                 accepted.add(o)
         if refused:
             self._unfinished = item
+            self._unfinished_ordinals = ordinals
             return False
         accepted.clear()
         self._unfinished = _NOTHING

@@ -2,7 +2,9 @@
 
 A batch is msgpack when every item round-trips exactly through it (scalars and tuples of them,
 the common case of words and (key, value) pairs), and pickle (protocol 5) otherwise, so a list
-never comes back as a tuple and no object is silently changed. The first byte says which.
+never comes back as a tuple and no object is silently changed. The first byte says which. A str
+holding a lone surrogate (`os.fsdecode` of a file name that is not UTF-8) is no UTF-8, so its
+batch goes to pickle as well, which keeps such strs exactly.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def encode_batch(items: Iterable[Any]) -> bytes:
     if _all_msgpack_exact(items):
         try:
             return _MSGPACK + msgpack.packb(items, use_bin_type=True)
-        except OverflowError:
-            pass  # an int beyond 64 bits: pickle keeps it exactly
+        except (OverflowError, UnicodeEncodeError):
+            pass  # an int beyond 64 bits or a lone surrogate: pickle keeps it exactly
     try:
         return _PICKLE + pickle.dumps(items, protocol=5)
     except (pickle.PicklingError, TypeError, AttributeError) as error:

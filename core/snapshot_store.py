@@ -9,24 +9,33 @@ makes the new snapshot visible atomically, keeping the previous one until then.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import logging
 import os
 import re
+import secrets
 import shutil
+import stat
 import threading
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgpack
+
 from jetspark.core.errors import SnapshotError
-from jetspark.core.files import fsync_directory, write_atomically
-from jetspark.core.serialization import decode_batch, encode_batch
+from jetspark.core.files import create_exclusive, fsync_directory, write_atomically
+from jetspark.core.serialization import decode_batch
 
 _log = logging.getLogger("jetspark.snapshots")
 
 ProcessorKey = tuple[str, int]
 """(vertex name, global processor index)."""
+
+Held = tuple[tuple[str, int, bool], ...]
+"""The (vertex, global index, completed) of each processor a snapshot part holds."""
 
 
 @dataclass(frozen=True)
@@ -51,31 +60,38 @@ class Snapshot:
     """Vertex name -> its local parallelism when the snapshot was taken."""
     processors: Mapping[ProcessorKey, ProcessorSnapshot]
     """(vertex name, global processor index) -> what that processor saved."""
-    files: Mapping[str, tuple[PartFile, ...]] | None = field(default=None, compare=False)
-    """Snapshots of a DirectorySnapshotStore: vertex -> the files holding its processors, so a
-    Spark task can read its own vertices' state without the driver loading any of it."""
-    directory: str | None = field(default=None, compare=False)
-    """The snapshot's directory, when `files` is set."""
+    parts: Mapping[str, tuple[bytes, Held]] | None = field(default=None, compare=False)
+    """Snapshots of a DirectorySnapshotStore: part name -> (tag, what it holds), so a Spark
+    task can read its own processors' part without the driver loading any state."""
+    store: Any = field(default=None, compare=False, repr=False)
+    """The DirectorySnapshotStore holding the parts, when `parts` is set."""
+
+    def parts_of(self, vertices: Sequence[str]) -> dict[str, bytes]:
+        """Part name -> tag, for the parts holding processors of `vertices`."""
+        assert self.parts is not None
+        wanted = set(vertices)
+        return {
+            name: tag
+            for name, (tag, held) in self.parts.items()
+            if any(vertex in wanted for vertex, _, _ in held)
+        }
+
+    def completed_flags(self) -> dict[ProcessorKey, bool]:
+        """(vertex, global index) -> whether that processor had completed; read from the
+        manifest when the snapshot has `parts` (no state is loaded)."""
+        if self.parts is not None:
+            return {
+                (vertex, index): completed
+                for _, held in self.parts.values()
+                for vertex, index, completed in held
+            }
+        return {key: saved.completed for key, saved in self.processors.items()}
 
     def of_vertex(self, name: str) -> dict[int, ProcessorSnapshot]:
         """The saved processors of vertex `name`, by global index."""
         return {
             index: saved for (vertex, index), saved in self.processors.items() if vertex == name
         }
-
-    def completed_flags(self) -> dict[ProcessorKey, bool]:
-        """(vertex, global index) -> whether that processor had completed, read from the
-        manifest when the snapshot has `files` (no state is loaded)."""
-        if self.files is not None and all(
-            part[3] is not None for parts in self.files.values() for part in parts
-        ):
-            return {
-                (name, index): completed
-                for name, parts in self.files.items()
-                for part in parts
-                for index, completed in part[3]
-            }
-        return {key: saved.completed for key, saved in self.processors.items()}
 
     def size(self) -> int:
         """The serialized bytes of all saved state."""
@@ -135,59 +151,239 @@ class InMemorySnapshotStore:
         return f"InMemorySnapshotStore(latest={self._latest!r})"
 
 
-PartFile = tuple[str, int, int, tuple[tuple[int, bool], ...]]
-"""A file of a snapshot: (name in the snapshot's directory, size in bytes, CRC-32, and the
-(global index, completed) of each processor whose state it holds)."""
-
-_FORMAT_ONE_FILE_PER_VERTEX = "jetspark-snapshot-1"
 _FORMAT = "jetspark-snapshot-2"
+_PART_FORMAT = "jetspark-snapshot-part-2"
 _MANIFEST = "MANIFEST"
+_KEY = "KEY"
+_KEY_BYTES = 32
+_TAG_BYTES = hashlib.sha256().digest_size
+_SNAPSHOT_DIR = re.compile(r"snapshot-(\d{10,})")
+_PART_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
+_PRIVATE_FILE = 0o600
+_PRIVATE_DIRECTORY = 0o700
 
 
-def snapshot_path(directory: str, snapshot_id: int) -> str:
-    """The directory of snapshot `snapshot_id` in a DirectorySnapshotStore at `directory`."""
-    return os.path.join(directory, f"snapshot-{snapshot_id:010d}")
+class DirectorySnapshotStore:
+    """Snapshots as files in `directory`, so a job can be restarted by another process.
 
-
-def write_snapshot_part(
-    directory: str,
-    snapshot_id: int,
-    vertex_number: int,
-    part: int | None,
-    processors: Iterable[tuple[int, ProcessorSnapshot]],
-) -> PartFile:
-    """Writes some processors' states of one vertex as a part of a snapshot not yet committed.
-
-    A Spark task calls it for the processors it ran (`part` = its member), so state never
-    passes through the driver; writing the same part again (a retried task) replaces it.
-    The snapshot becomes visible only when `DirectorySnapshotStore.commit` lists the part.
+    Layout (docs/fault_tolerance.md): `KEY`, the store's secret (0600, made on first use);
+    one directory `snapshot-<id, at least 10 digits>/` per snapshot, holding its parts
+    (`write_part`: the states of some processors, one part per member when `save` writes)
+    and the `MANIFEST` (`commit`), each file an HMAC-SHA256 tag under the key, then msgpack.
+    Nothing is decoded before its tag checks out, and the entries of a processor
+    (`encode_batch` bytes, which may be pickle) only after that, so files planted in the
+    directory can never run code; the directory must not be writable by other users.
+    Every file is written to a temporary name (0600), fsynced and renamed; the manifest is
+    written last, so a snapshot without a valid manifest, or whose parts do not match it, is
+    one a process died writing and is never used. Older snapshot directories are removed only
+    after the new manifest is in place, so the last complete snapshot survives until the next
+    one is complete.
     """
-    target = snapshot_path(directory, snapshot_id)
-    os.makedirs(target, exist_ok=True)
-    processors = list(processors)
-    data = encode_batch((index, p.completed, p.data) for index, p in processors)
-    held = tuple((index, p.completed) for index, p in processors)
-    name = f"vertex-{vertex_number}.bin" if part is None else f"vertex-{vertex_number}-{part}.bin"
-    write_atomically(os.path.join(target, name), data)
-    return (name, len(data), zlib.crc32(data), held)
 
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = os.fspath(directory)
+        os.makedirs(self.directory, mode=_PRIVATE_DIRECTORY, exist_ok=True)
+        _refuse_if_others_can_write(self.directory)
+        self._key = _load_or_create_key(os.path.join(self.directory, _KEY))
 
-def read_snapshot_files(
-    path: str, files: Iterable[PartFile]
-) -> Iterator[tuple[int, ProcessorSnapshot]]:
-    """The `(global index, state)` of every processor in the given files of a snapshot,
-    each file checked against the size and CRC-32 its manifest recorded."""
-    for filename, size, crc, _ in files:
-        with open(os.path.join(path, filename), "rb") as file:
+    def latest(self) -> Snapshot | None:
+        """The newest snapshot whose manifest and parts are intact and authentic, or None.
+
+        A save running meanwhile may complete a newer snapshot and delete the older ones while
+        this reads them; the directory is then listed again, so a complete snapshot is found.
+        """
+        tried: set[int] = set()
+        while candidates := sorted(set(self._ids()) - tried, reverse=True):
+            for snapshot_id in candidates:
+                tried.add(snapshot_id)
+                try:
+                    return self._load(snapshot_id, check_parts=True)
+                except (OSError, ValueError, SnapshotError) as problem:
+                    _log.warning(
+                        "skipping incomplete snapshot %d in %s: %s", snapshot_id, self, problem
+                    )
+        return None
+
+    def next_id(self) -> int:
+        """One more than the highest snapshot directory present, complete or not."""
+        return max(self._ids(), default=0) + 1
+
+    def save(self, snapshot: Snapshot) -> None:
+        """Writes `snapshot` (one part per member, then the manifest); removes older ones."""
+        existing = self._ids()
+        if existing and snapshot.snapshot_id <= max(existing):
+            raise SnapshotError(
+                f"{self}: snapshot {snapshot.snapshot_id} must be newer than every snapshot "
+                f"present (highest {max(existing)})"
+            )
+        by_member: dict[str, dict[ProcessorKey, ProcessorSnapshot]] = {}
+        for (vertex, index), saved in snapshot.processors.items():
+            member = index // snapshot.local_parallelism[vertex]
+            by_member.setdefault(f"member-{member}", {})[(vertex, index)] = saved
+        parts = {
+            name: (self.write_part(snapshot.snapshot_id, name, processors), held_by(processors))
+            for name, processors in sorted(by_member.items())
+        }
+        self.commit(snapshot.snapshot_id, snapshot.member_count, snapshot.local_parallelism, parts)
+
+    def write_part(
+        self,
+        snapshot_id: int,
+        name: str,
+        processors: Mapping[ProcessorKey, ProcessorSnapshot],
+    ) -> bytes:
+        """Writes the file `part-<name>.bin` of snapshot `snapshot_id`, holding what the given
+        processors saved (a Spark task would write its member's; `name` is letters, digits,
+        `-` and `_`); creates the snapshot's directory if needed. Any process holding the
+        store's key may call it. Returns the part's tag, which `commit` records."""
+        if not _PART_NAME.fullmatch(name):
+            raise ValueError(f"a part name is letters, digits, '-' and '_', got {name!r}")
+        target = self._path(snapshot_id)
+        os.makedirs(target, mode=_PRIVATE_DIRECTORY, exist_ok=True)
+        entries = [
+            (vertex, index, saved.completed, saved.data)
+            for (vertex, index), saved in sorted(processors.items())
+        ]
+        body = _pack([_PART_FORMAT, snapshot_id, name, entries])
+        tag = self._tag(body)
+        write_atomically(os.path.join(target, f"part-{name}.bin"), tag + body, _PRIVATE_FILE)
+        return tag
+
+    def read_part(
+        self, snapshot_id: int, name: str, tag: bytes | None = None
+    ) -> dict[ProcessorKey, ProcessorSnapshot]:
+        """The processors' states `write_part` wrote, after checking the file's tag (and that
+        it is `tag`, when given); SnapshotError when it is not authentic or not that part."""
+        if not _PART_NAME.fullmatch(name):
+            raise SnapshotError(f"{name!r} is no part name")
+        filename = f"part-{name}.bin"
+        part = _unpack(self._authentic(os.path.join(self._path(snapshot_id), filename), tag))
+        if len(part) != 4 or part[:3] != (_PART_FORMAT, snapshot_id, name):
+            raise SnapshotError(f"{filename} is not part {name!r} of snapshot {snapshot_id}")
+        return {
+            (vertex, index): ProcessorSnapshot(data, completed)
+            for vertex, index, completed, data in part[3]
+        }
+
+    def commit(
+        self,
+        snapshot_id: int,
+        member_count: int,
+        local_parallelism: Mapping[str, int],
+        parts: Mapping[str, tuple[bytes, Held]],
+    ) -> None:
+        """Makes snapshot `snapshot_id` complete: writes its manifest, naming every part (name
+        -> the tag `write_part` returned and `held_by` its processors), then removes the older
+        snapshots."""
+        target = self._path(snapshot_id)
+        os.makedirs(target, mode=_PRIVATE_DIRECTORY, exist_ok=True)
+        fsync_directory(target)
+        body = _pack(
+            [
+                _FORMAT,
+                snapshot_id,
+                member_count,
+                sorted(local_parallelism.items()),
+                sorted((name, tag, tuple(held)) for name, (tag, held) in parts.items()),
+            ]
+        )
+        write_atomically(os.path.join(target, _MANIFEST), self._tag(body) + body, _PRIVATE_FILE)
+        fsync_directory(target)
+        for old in self._ids():
+            if old < snapshot_id:
+                shutil.rmtree(self._path(old), ignore_errors=True)
+
+    def _ids(self) -> list[int]:
+        return [
+            int(match.group(1))
+            for name in os.listdir(self.directory)
+            if (match := _SNAPSHOT_DIR.fullmatch(name)) and name == _dir_name(int(match.group(1)))
+        ]
+
+    def _path(self, snapshot_id: int) -> str:
+        return os.path.join(self.directory, _dir_name(snapshot_id))
+
+    def _tag(self, body: bytes) -> bytes:
+        return hmac.digest(self._key, body, "sha256")
+
+    def _authentic(self, path: str, expected: bytes | None = None) -> bytes:
+        """The body of the file at `path` once its tag checks out under the store's key."""
+        with open(path, "rb") as file:
             data = file.read()
-        if len(data) != size or zlib.crc32(data) != crc:
-            raise SnapshotError(f"{filename} does not match the manifest (size or CRC-32)")
-        for index, completed, entries in decode_batch(data):
-            yield index, ProcessorSnapshot(entries, completed)
+        tag, body = data[:_TAG_BYTES], data[_TAG_BYTES:]
+        if len(tag) != _TAG_BYTES or not hmac.compare_digest(tag, self._tag(body)):
+            raise SnapshotError(
+                f"{os.path.basename(path)} fails authentication: it was not written with this "
+                "store's key (damaged, planted, or from another store)"
+            )
+        if expected is not None and not hmac.compare_digest(tag, expected):
+            raise SnapshotError(f"{os.path.basename(path)} is not the part the manifest names")
+        return body
+
+    def committed(self, snapshot_id: int) -> Snapshot:
+        """Snapshot `snapshot_id` as its manifest describes it, its parts unread: what the
+        writer of the manifest hands on (a reader authenticates each part as it reads it)."""
+        return self._load(snapshot_id, check_parts=False)
+
+    def _check_file(self, path: str, expected: bytes) -> None:
+        """SnapshotError unless the file at `path` carries the tag `expected` and its content
+        matches it; reads the file in chunks, keeping none of it."""
+        mac = hmac.new(self._key, digestmod="sha256")
+        with open(path, "rb") as file:
+            tag = file.read(_TAG_BYTES)
+            while chunk := file.read(1 << 20):
+                mac.update(chunk)
+        if not (hmac.compare_digest(tag, expected) and hmac.compare_digest(tag, mac.digest())):
+            raise SnapshotError(
+                f"{os.path.basename(path)} fails authentication or is not the part the "
+                "manifest names (damaged, planted, or from another store)"
+            )
+
+    def _load(self, snapshot_id: int, *, check_parts: bool) -> Snapshot:
+        """The snapshot its authentic manifest describes. Its processors' state is read and
+        decoded on first use, so a driver never holds what only tasks need; `check_parts`
+        authenticates every part now (streaming through the files), so a damaged snapshot is
+        skipped for the previous one."""
+        manifest = _unpack(self._authentic(os.path.join(self._path(snapshot_id), _MANIFEST)))
+        if len(manifest) != 5 or manifest[0] != _FORMAT or manifest[1] != snapshot_id:
+            raise SnapshotError(f"not a manifest of snapshot {snapshot_id} ({_FORMAT})")
+        _, _, member_count, parallelism, listed = manifest
+        parts = {name: (tag, tuple(map(tuple, held))) for name, tag, held in listed}
+        for name, (tag, _) in parts.items():
+            path = os.path.join(self._path(snapshot_id), f"part-{name}.bin")
+            if check_parts:
+                self._check_file(path, tag)
+            elif not os.path.exists(path):
+                raise SnapshotError(f"part {name!r} of snapshot {snapshot_id} is missing")
+
+        def load() -> dict[ProcessorKey, ProcessorSnapshot]:
+            processors: dict[ProcessorKey, ProcessorSnapshot] = {}
+            for name, (tag, _) in parts.items():
+                processors.update(self.read_part(snapshot_id, name, tag))
+            return processors
+
+        return Snapshot(
+            snapshot_id,
+            member_count,
+            dict(parallelism),
+            _ProcessorsOnDisk(load),
+            parts=parts,
+            store=self,
+        )
+
+    def __repr__(self) -> str:
+        return f"DirectorySnapshotStore({self.directory!r})"
+
+
+def held_by(processors: Mapping[ProcessorKey, ProcessorSnapshot]) -> Held:
+    """What a part holding `processors` records in the manifest."""
+    return tuple(
+        (vertex, index, saved.completed) for (vertex, index), saved in sorted(processors.items())
+    )
 
 
 class _ProcessorsOnDisk(Mapping[ProcessorKey, ProcessorSnapshot]):
-    """The processors of a stored snapshot, read from its files on first use."""
+    """The processors of a stored snapshot, read from its parts on first use."""
 
     def __init__(self, load: Callable[[], dict[ProcessorKey, ProcessorSnapshot]]) -> None:
         self._load = load
@@ -208,141 +404,69 @@ class _ProcessorsOnDisk(Mapping[ProcessorKey, ProcessorSnapshot]):
         return len(self._all())
 
 
-_SNAPSHOT_DIR = re.compile(r"snapshot-(\d{10})")
+def _dir_name(snapshot_id: int) -> str:
+    return f"snapshot-{snapshot_id:010d}"
 
 
-class DirectorySnapshotStore:
-    """Snapshots as files in `directory`, so a job can be restarted by another process.
+def _pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass")
 
-    Layout: one directory `snapshot-<id, 10 digits>/` per snapshot, holding one file per vertex
-    (`vertex-<n>.bin`: `encode_batch` of `(global index, completed, entries bytes)` per
-    processor) and `MANIFEST` (`encode_batch` of the format tag, the snapshot id, the member count
-    and, per vertex, its name, local parallelism, file name, size and CRC-32). Every file is
-    written to a temporary name, fsynced and renamed; the manifest is written last, so a
-    snapshot without a valid manifest, or whose files do not match it, is one a process died
-    writing and is never used. Older snapshot directories are removed only after the new
-    manifest is in place, so the last complete snapshot survives until the next one is complete.
-    """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = os.fspath(directory)
-        os.makedirs(self.directory, exist_ok=True)
-
-    def latest(self) -> Snapshot | None:
-        """The newest snapshot whose manifest and files are intact, or None.
-
-        A save running meanwhile may complete a newer snapshot and delete the older ones while
-        this reads them; the directory is then listed again, so a complete snapshot is found.
-        """
-        tried: set[int] = set()
-        while candidates := sorted(set(self._ids()) - tried, reverse=True):
-            for snapshot_id in candidates:
-                tried.add(snapshot_id)
-                try:
-                    return self._load(snapshot_id)
-                except (OSError, ValueError, SnapshotError) as problem:
-                    _log.warning(
-                        "skipping incomplete snapshot %d in %s: %s", snapshot_id, self, problem
-                    )
-        return None
-
-    def next_id(self) -> int:
-        """One more than the highest snapshot directory present, complete or not."""
-        return max(self._ids(), default=0) + 1
-
-    def save(self, snapshot: Snapshot) -> None:
-        """Writes `snapshot` (vertex files, then the manifest), then removes older snapshots."""
-        self._check_newest(snapshot.snapshot_id)
-        files: dict[str, tuple[PartFile, ...]] = {}
-        for number, name in enumerate(sorted(snapshot.local_parallelism)):
-            saved = sorted(snapshot.of_vertex(name).items())
-            files[name] = (
-                write_snapshot_part(self.directory, snapshot.snapshot_id, number, None, saved),
-            )
-        self.commit(snapshot.snapshot_id, snapshot.member_count, snapshot.local_parallelism, files)
-
-    def commit(
-        self,
-        snapshot_id: int,
-        member_count: int,
-        local_parallelism: Mapping[str, int],
-        files: Mapping[str, Iterable[PartFile]],
-    ) -> None:
-        """Makes snapshot `snapshot_id` complete: writes its manifest, listing the part files
-        already written into its directory (`write_snapshot_part`), then removes older snapshots.
-        """
-        self._check_newest(snapshot_id, parts_written=True)
-        target = snapshot_path(self.directory, snapshot_id)
-        os.makedirs(target, exist_ok=True)
-        fsync_directory(target)
-        vertices = tuple(
-            (name, local_parallelism[name], tuple(sorted(files.get(name, ()))))
-            for name in sorted(local_parallelism)
+def _unpack(body: bytes) -> Any:
+    try:
+        return msgpack.unpackb(
+            body, raw=False, use_list=False, strict_map_key=False, unicode_errors="surrogatepass"
         )
-        manifest = encode_batch([_FORMAT, snapshot_id, member_count, vertices])
-        write_atomically(os.path.join(target, _MANIFEST), manifest)
-        fsync_directory(target)
-        for old in self._ids():
-            if old < snapshot_id:
-                shutil.rmtree(snapshot_path(self.directory, old), ignore_errors=True)
+    except (ValueError, msgpack.UnpackException) as error:
+        problem = f"{type(error).__name__}: {error}"
+        raise SnapshotError(f"unreadable snapshot file ({problem})") from error
 
-    def _check_newest(self, snapshot_id: int, *, parts_written: bool = False) -> None:
-        """Refuses an id not above every snapshot directory present (but its own, when its
-        parts were written into it before the commit)."""
-        present = [i for i in self._ids() if not (parts_written and i == snapshot_id)]
-        if present and snapshot_id <= max(present):
-            raise SnapshotError(
-                f"{self}: snapshot {snapshot_id} must be newer than every snapshot "
-                f"present (highest {max(present)})"
-            )
 
-    def _ids(self) -> list[int]:
-        return [
-            int(match.group(1))
-            for name in os.listdir(self.directory)
-            if (match := _SNAPSHOT_DIR.fullmatch(name))
-        ]
-
-    def _load(self, snapshot_id: int) -> Snapshot:
-        """The snapshot's manifest, checked; its processors' state is read on first use."""
-        path = snapshot_path(self.directory, snapshot_id)
-        with open(os.path.join(path, _MANIFEST), "rb") as file:
-            manifest = decode_batch(file.read())
-        if (
-            len(manifest) != 4
-            or manifest[1] != snapshot_id
-            or manifest[0]
-            not in (
-                _FORMAT,
-                _FORMAT_ONE_FILE_PER_VERTEX,
-            )
-        ):
-            raise SnapshotError(f"not a manifest of snapshot {snapshot_id} ({_FORMAT})")
-        format_tag, _, member_count, vertices = manifest
-        if format_tag == _FORMAT_ONE_FILE_PER_VERTEX:
-            vertices = [(name, lp, ((f, size, crc, None),)) for name, lp, f, size, crc in vertices]
-        parallelism = {name: lp for name, lp, _ in vertices}
-        files = {name: tuple(tuple(f) for f in parts) for name, _, parts in vertices}
-        for parts in files.values():
-            for filename, size, _, _ in parts:
-                if os.path.getsize(os.path.join(path, filename)) != size:
-                    raise SnapshotError(f"{filename} does not match the manifest (size)")
-
-        def load() -> dict[ProcessorKey, ProcessorSnapshot]:
-            return {
-                (name, index): saved
-                for name, parts in files.items()
-                for index, saved in read_snapshot_files(path, parts)  # type: ignore[arg-type]
-            }
-
-        return Snapshot(
-            snapshot_id,
-            member_count,
-            parallelism,
-            _ProcessorsOnDisk(load),
-            files=files,  # type: ignore[arg-type]
-            directory=path,
+def _refuse_if_others_can_write(directory: str) -> None:
+    """SnapshotError when users other than this one could plant or replace files there."""
+    if not hasattr(os, "getuid"):
+        return  # no POSIX permissions to check
+    info = os.stat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        raise SnapshotError(f"snapshot store {directory!r} is not a directory")
+    if info.st_uid != os.getuid():
+        raise SnapshotError(
+            f"snapshot store {directory!r} belongs to another user (uid {info.st_uid}); use a "
+            "directory of your own"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise SnapshotError(
+            f"snapshot store {directory!r} is writable by other users (mode "
+            f"{stat.S_IMODE(info.st_mode):o}); restrict it (chmod 700) or use another directory"
         )
 
-    def __repr__(self) -> str:
-        return f"DirectorySnapshotStore({self.directory!r})"
+
+def _load_or_create_key(path: str) -> bytes:
+    """The store's secret key, created (0600) when the store is new: written whole to a
+    temporary file, then linked to `path`, so a process starting at the same time reads either
+    no key (and makes its own, losing the race to link it) or the whole one."""
+    if not os.path.lexists(path):
+        temporary, file = create_exclusive(os.path.dirname(path), f".{_KEY}", _PRIVATE_FILE)
+        try:
+            with file:
+                file.write(secrets.token_bytes(_KEY_BYTES))
+                file.flush()
+                os.fsync(file.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, path)
+        finally:
+            os.remove(temporary)
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(descriptor, "rb") as file:
+        info = os.fstat(file.fileno())
+        key = file.read()
+    if hasattr(os, "getuid") and (
+        info.st_uid != os.getuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    ):
+        raise SnapshotError(
+            f"the snapshot store's key {path!r} must belong to you and be readable by you "
+            f"alone (mode 600), it has mode {stat.S_IMODE(info.st_mode):o}"
+        )
+    if len(key) != _KEY_BYTES:
+        raise SnapshotError(f"the snapshot store's key {path!r} is damaged ({len(key)} bytes)")
+    return key

@@ -10,6 +10,7 @@ from .assignment import (
     member_of_partition,
     partitions_of_global_processor,
 )
+from .checked import CheckedPartitioner, checked_partitioner
 from .hashcode import HASH_CODE, HashCodePartitioner
 from .keys import UnpartitionableKeyError, normalise_key
 from .murmur import DEFAULT, MurmurHashPartitioner
@@ -31,11 +32,13 @@ __all__ = [
     "DEFAULT",
     "DEFAULT_PARTITION_COUNT",
     "HASH_CODE",
+    "CheckedPartitioner",
     "HashCodePartitioner",
     "MurmurHashPartitioner",
     "PartitionAssignment",
     "Partitioner",
     "UnpartitionableKeyError",
+    "checked_partitioner",
     "global_processor_of_partition",
     "is_deterministic_across_processes",
     "local_edge_processor_of_partition",

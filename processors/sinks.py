@@ -14,14 +14,13 @@ import fnmatch
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.context import Context
-from jetspark.core.files import fsync_directory
+from jetspark.core.files import create_exclusive, fsync_directory
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
 from jetspark.core.suppliers import ProcessorFn, ProcessorMetaSupplier, ProcessorSupplier
@@ -110,10 +109,10 @@ class WriteFileP(AbstractProcessor):
     def _open(self) -> IO[bytes]:
         if self._file is None:
             name = os.path.basename(self._final_path)
-            self._temp_path = os.path.join(self._directory, f".{name}.{uuid.uuid4().hex}.tmp")
+            self._temp_path, self._file = create_exclusive(self._directory, f".{name}")
             if self._append and os.path.exists(self._final_path):
-                shutil.copyfile(self._final_path, self._temp_path)
-            self._file = open(self._temp_path, "ab")  # noqa: SIM115 (closed in complete/close)
+                with open(self._final_path, "rb") as existing:
+                    shutil.copyfileobj(existing, self._file)
             self._continue_encoding(self._file)
         return self._file
 
@@ -183,7 +182,8 @@ class WriteFileTransactionalP(AbstractProcessor):
     """Writes `to_string(item)` lines in epochs, each published only when a snapshot holding it
     is committed, so `directory` holds exactly the output of the committed part of the job.
 
-    Processor i writes epoch e to the hidden file `.part-<i:05d>-<e:08d>.tmp`. Each
+    Processor i writes epoch e to the hidden file `.part-<i:05d>-<e:08d>.<random>.tmp`, created
+    exclusively (a file or link planted there is never written through). Each
     `save_to_snapshot()` seals the current epoch (flush, fsync, close) and saves the next epoch
     number and the sealed files not yet published (under a broadcast key tagged with the
     processor index); `snapshot_committed()` renames them to `part-<i:05d>-<e:08d>`. Reading the
@@ -226,9 +226,9 @@ class WriteFileTransactionalP(AbstractProcessor):
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         if self._file is None:
-            name = self._name(self._epoch)
-            self._temp_path = os.path.join(self._directory, f".{name}.tmp")
-            self._file = open(self._temp_path, "wb")  # noqa: SIM115 (closed when sealed)
+            self._temp_path, self._file = create_exclusive(
+                self._directory, f".{self._name(self._epoch)}"
+            )
         to_string = self._to_string
         lines = "".join(to_string(item) + "\n" for item in drain(inbox))
         self._file.write(self._encoder.encode(lines))

@@ -122,11 +122,21 @@ class _ListSlice:
 
     name: str
 
-    def __call__(self, context: Context) -> Iterable[Any]:
+    def __call__(self, context: Context) -> Iterator[Any]:
         items = engine_stores(context).get_list(self.name)
         count, total = len(items), context.total_parallelism
         index = context.global_processor_index
-        return itertools.islice(items, index * count // total, (index + 1) * count // total)
+        start = index * count // total
+        for position, item in enumerate(
+            itertools.islice(items, start, (index + 1) * count // total), start
+        ):
+            if item is None:
+                raise ValueError(
+                    f"vertex '{context.vertex_name}': read_list_p({self.name!r}) found None at "
+                    f"position {position} of the list; None cannot be an item (an inbox cannot "
+                    "hold it, as in Jet), so wrap it or leave it out"
+                )
+            yield item
 
 
 @dataclass(frozen=True)
@@ -149,7 +159,8 @@ class _MapSlice:
 
 
 def read_list_p(name: str) -> ProcessorFn:
-    """Emits the items of the engine's named list, split into contiguous runs among processors."""
+    """Emits the items of the engine's named list, split into contiguous runs among processors.
+    A None item fails the job, naming the vertex and its position (None is no item)."""
     return lambda: SourceP(_ListSlice(name))
 
 
@@ -267,8 +278,12 @@ class GenerateMetaSupplier(ProcessorMetaSupplier):
 
 def generate_p(count: int, map_fn: Callable[[int], Any] = whole_item) -> GenerateMetaSupplier:
     """Emits `map_fn(n)` for n in `range(count)`, each n exactly once cluster-wide."""
+    if type(count) is not int:
+        raise TypeError(f"generate_p: count must be an int, got {type(count).__name__} {count!r}")
     if count < 0:
-        raise ValueError(f"count must not be negative, got {count}")
+        raise ValueError(f"generate_p: count must not be negative, got {count}")
+    if not callable(map_fn):
+        raise TypeError(f"generate_p: map_fn must be callable, got {map_fn!r}")
     return GenerateMetaSupplier(count, map_fn)
 
 

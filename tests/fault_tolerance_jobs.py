@@ -252,10 +252,10 @@ def _run_child(work: str, mode: str, n: int) -> None:
 
         write = snapshot_store.write_atomically
 
-        def write_or_die(path: str, data: bytes) -> None:
+        def write_or_die(path: str, data: bytes, *args: Any) -> None:
             if path.endswith(os.path.join(f"snapshot-{n:010d}", "MANIFEST")):
                 os.kill(os.getpid(), signal.SIGKILL)
-            write(path, data)
+            write(path, data, *args)
 
         snapshot_store.write_atomically = write_or_die  # type: ignore[assignment]
     snapshots = os.path.join(work, "snapshots")

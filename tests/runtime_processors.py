@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any
 
 from jetspark.core import Context, Inbox, Outbox, Processor, Watermark
@@ -226,3 +228,12 @@ class Endless(Processor):
         if self.outbox.offer(self.count):
             self.count += 1
         return self.stop is not None and self.stop.is_set()
+
+
+def ship_to_executors(test_module: ModuleType) -> None:
+    """Lets Spark executors, which cannot import the tests, unpickle the processors of
+    `test_module` and of this module (pickled by value)."""
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(test_module)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])

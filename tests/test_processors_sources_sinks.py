@@ -36,7 +36,7 @@ from jetspark.processors import (
 
 def test_read_list_p_single_processor_reads_everything_in_order():
     stores = Stores()
-    stores.get_list("in").extend(["a", "b", None, "c"])
+    stores.get_list("in").extend(["a", "b", "c"])
     verify(with_stores(read_list_p("in"), stores)).expect_output(["a", "b", "c"])
 
 

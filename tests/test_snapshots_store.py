@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -62,36 +63,37 @@ def test_directory_store_keeps_only_the_latest_complete_snapshot(tmp_path):
     store = DirectorySnapshotStore(tmp_path)
     store.save(snapshot(1))
     store.save(snapshot(2))
-    assert sorted(os.listdir(tmp_path)) == ["snapshot-0000000002"]
+    assert sorted(os.listdir(tmp_path)) == ["KEY", "snapshot-0000000002"]
     with pytest.raises(SnapshotError, match="newer"):
         store.save(snapshot(2))
 
 
-def half_write(store: DirectorySnapshotStore, snapshot_id: int, keep: set[str]) -> None:
-    """Writes a snapshot, then removes what a process dying before `keep` was done would lack."""
-    scratch = DirectorySnapshotStore(os.path.join(store.directory, "scratch"))
-    scratch.save(snapshot(snapshot_id, value="newer"))
-    source = os.path.join(scratch.directory, f"snapshot-{snapshot_id:010d}")
+def half_write(store: DirectorySnapshotStore, snapshot_id: int, parts: int, manifest: bool) -> None:
+    """Leaves snapshot `snapshot_id` as a process that died while writing it would: the first
+    `parts` of its processor parts, and its manifest if `manifest`."""
+    kept = os.path.join(store.directory, "kept")
+    existing = [n for n in os.listdir(store.directory) if n.startswith("snapshot-")]
+    for name in existing:
+        shutil.copytree(os.path.join(store.directory, name), os.path.join(kept, name))
+    store.save(snapshot(snapshot_id, value="newer"))
     target = os.path.join(store.directory, f"snapshot-{snapshot_id:010d}")
-    os.makedirs(target)
-    for name in keep:
-        os.replace(os.path.join(source, name), os.path.join(target, name))
+    written = sorted(n for n in os.listdir(target) if n.startswith("part-"))
+    for name in written[parts:] + ([] if manifest else ["MANIFEST"]):
+        os.remove(os.path.join(target, name))
+    for name in existing:
+        shutil.copytree(os.path.join(kept, name), os.path.join(store.directory, name))
+    shutil.rmtree(kept)
 
 
 @pytest.mark.parametrize(
-    "keep",
-    [
-        set(),
-        {"vertex-0.bin"},
-        {"vertex-0.bin", "vertex-1.bin"},
-        {"MANIFEST", "vertex-0.bin"},
-    ],
-    ids=["empty", "one vertex", "no manifest", "missing vertex file"],
+    ("parts", "manifest"),
+    [(0, False), (1, False), (2, False), (1, True)],
+    ids=["empty", "one part", "no manifest", "missing part"],
 )
-def test_a_half_written_snapshot_is_never_used(tmp_path, keep):
+def test_a_half_written_snapshot_is_never_used(tmp_path, parts, manifest):
     store = DirectorySnapshotStore(tmp_path / "store")
     store.save(snapshot(1))
-    half_write(store, 2, keep)
+    half_write(store, 2, parts, manifest)
     assert store.latest() == snapshot(1)
     assert store.next_id() == 3, "the next snapshot never reuses the half-written one's id"
     store.save(snapshot(3, value="third"))
@@ -101,18 +103,16 @@ def test_a_half_written_snapshot_is_never_used(tmp_path, keep):
     ]
 
 
-@pytest.mark.parametrize("damage", ["truncated manifest", "changed vertex file"])
+@pytest.mark.parametrize("damage", ["truncated manifest", "changed part"])
 def test_a_damaged_snapshot_is_skipped_for_the_previous_one(tmp_path, damage):
     store = DirectorySnapshotStore(tmp_path)
     store.save(snapshot(1))
-    newer = DirectorySnapshotStore(tmp_path / "scratch")
-    newer.save(snapshot(2))
-    os.replace(tmp_path / "scratch" / "snapshot-0000000002", tmp_path / "snapshot-0000000002")
-    path = (
-        tmp_path
-        / "snapshot-0000000002"
-        / ("MANIFEST" if damage == "truncated manifest" else "vertex-1.bin")
-    )
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) // 2] if damage == "truncated manifest" else data + b"x")
+    half_write(store, 2, parts=2, manifest=True)
+    target = tmp_path / "snapshot-0000000002"
+    if damage == "truncated manifest":
+        path = target / "MANIFEST"
+        path.write_bytes(path.read_bytes()[:-10])
+    else:
+        path = sorted(target.glob("part-*"))[1]
+        path.write_bytes(path.read_bytes() + b"x")
     assert store.latest() == snapshot(1)

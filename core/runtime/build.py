@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -137,6 +137,7 @@ def _create_processors(
                 f"get({lp}) must return {lp} Processor instances, got "
                 f"{[type(p).__name__ for p in made]}"
             )
+        _refuse_shared_instances(made, processors)
     except Exception as error:
         raise JobFailedError.caused_by(error, vertex_name=vertex.name, callback=callback) from error
     for local, processor in enumerate(made):
@@ -147,6 +148,21 @@ def _create_processors(
             global_processor_index=index,
         )
         processors[(vertex.name, index)] = (processor, context)
+
+
+def _refuse_shared_instances(
+    made: Sequence[Processor], processors: dict[tuple[str, int], tuple[Processor, Context]]
+) -> None:
+    """TypeError when a processor instance was handed out twice: each needs its own state."""
+    owners = {id(processor): f"vertex {name!r}" for (name, _), (processor, _) in processors.items()}
+    for position, processor in enumerate(made):
+        owner = owners.setdefault(id(processor), f"local processor #{position}")
+        if owner != f"local processor #{position}":
+            raise TypeError(
+                f"the supplier returned the same {type(processor).__name__} instance twice (it "
+                f"was already given to {owner}); every processor needs an instance of its own, "
+                "so make the supplier create a new one on each call"
+            )
 
 
 def _wire(plan: JobPlan, chosen: set[str], members: set[int], exchange: Exchange | None) -> _Wiring:

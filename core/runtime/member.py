@@ -12,6 +12,7 @@ from jetspark.core.runtime.closing import CloseStep, close_all
 from jetspark.core.runtime.exchange import Exchange
 from jetspark.core.runtime.metrics import JobMetrics, collect_metrics
 from jetspark.core.runtime.plan import EdgePlan
+from jetspark.core.runtime.priority import STALL_SECONDS, priority_stall
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.runtime.tasklet import DONE, ProcessorTasklet, Tasklet
 from jetspark.core.suppliers import ProcessorSupplier
@@ -45,7 +46,8 @@ class MemberRuntime:
     generator yielding after every round whether anything progressed, so a Spark task can
     interleave rounds with handing on records and pulling input. Either way the end is the
     same: non-cooperative threads are stopped and joined (waiting `stop_timeout` seconds at
-    most in all), every processor's `close()` runs, then every supplier's `close(error)`.
+    most in all), `close()` runs on every processor whose `init()` was called, then every
+    supplier's `close(error)`.
     With `snapshots`, every round starts with the coordinator's `tick()`, and a successful
     end tells it the job completed (the final states count as committed).
     """
@@ -72,22 +74,53 @@ class MemberRuntime:
         self._cancel = cancel_event if cancel_event is not None else threading.Event()
         self._stop_timeout = stop_timeout
         self._cooperative: list[Tasklet] = []
+        self._init_called: list[Tasklet] = []
+        """Tasklets whose `init()` was called (even if it raised): only they are closed."""
         self._threads: list[tuple[threading.Thread, Tasklet]] = []
         self._stopping = False
         self._thread_error: BaseException | None = None
+        self.running: Tasklet | None = None
+        """The cooperative tasklet being called (None between rounds): who blocks a stuck job."""
+        self._abandoned = False
+        self._shutdown_lock = threading.Lock()
+        self._shut_down = False
+        self._current_call: tuple[Tasklet, float] | None = None
+        """With a slow-callback limit: the cooperative call under way and when it started."""
+        self._warned_call: tuple[Tasklet, float] | None = None
+        self._watchdog_stop = threading.Event()
+        self._last_thread_progress = 0.0
+        """When a non-cooperative tasklet last made progress (time.monotonic)."""
+        self._thread_returned: dict[int, float] = {}
+        """id(non-cooperative tasklet) -> when its last call returned (time.monotonic)."""
 
     def cancel(self) -> None:
         """Asks the runtime to stop; the driving call raises JobCancelledError at its next round."""
         self._cancel.set()
 
     def run(self) -> None:
-        """Drives the tasklets to the end on this thread, sleeping briefly when nothing moves."""
+        """Drives the tasklets to the end on this thread, sleeping briefly when nothing moves.
+
+        When nothing has moved for `priority.STALL_SECONDS` while a processor waits for an
+        inbound edge of its current priority behind another edge's full queue (the priority
+        trap), the job fails with that diagnosis instead of hanging.
+        """
         backoff = Backoff()
-        for progress in self.run_iter():
+        rounds = self.run_iter()
+        stalled_since: float | None = None
+        for progress in rounds:
             if progress:
                 backoff.reset()
-            else:
-                backoff.idle()
+                stalled_since = None
+                continue
+            now = time.monotonic()
+            if stalled_since is None or self._last_thread_progress > stalled_since:
+                stalled_since = now
+            elif now - stalled_since >= STALL_SECONDS and self._threads_spin(stalled_since):
+                stalled_since = now
+                trap = priority_stall(self.tasklets, self._edges)
+                if trap is not None:
+                    rounds.throw(trap)
+            backoff.idle()
 
     def run_iter(self) -> Iterator[bool]:
         """Starts the tasklets, then yields after each round whether it made progress.
@@ -124,13 +157,27 @@ class MemberRuntime:
         progress = 0
         finished: list[Tasklet] = []
         for tasklet in tasklets:
+            self.running = tasklet
             result = tasklet.call() if slow is None else self._timed_call(tasklet, slow)
+            if self._abandoned:
+                raise JobCancelledError("the job was cancelled while a callback blocked it")
             progress |= result
             if result == DONE:
                 finished.append(tasklet)
+        self.running = None
         if finished:
             self._cooperative = [t for t in tasklets if t not in finished]
         return bool(progress)
+
+    def _threads_spin(self, since: float) -> bool:
+        """True when every live non-cooperative tasklet has returned from a call after `since`
+        (so none is inside a long callback that may yet make progress)."""
+        returned = self._thread_returned
+        return all(
+            returned.get(id(tasklet), 0.0) > since
+            for thread, tasklet in self._threads
+            if thread.is_alive()
+        )
 
     def metrics(self) -> JobMetrics:
         """A snapshot of the processors' and edges' counters; callable from any thread."""
@@ -138,9 +185,25 @@ class MemberRuntime:
         processors = [t for t in self.tasklets if isinstance(t, ProcessorTasklet)]
         return collect_metrics(processors, self._edges, traffic)
 
+    def abandon(self) -> Tasklet | None:
+        """Ends a job whose driving thread is stuck inside a cooperative callback (called from
+        another thread once `stop_timeout` has passed after a cancel): stops and closes
+        everything but the stuck processor, whose thread is left running, and returns it; when
+        that callback returns at last, the driving call raises JobCancelledError at once.
+        Returns None, doing nothing, when no cooperative callback is running or the runtime
+        is already shutting down."""
+        stuck = self.running
+        if stuck is None or self._shut_down:
+            return None
+        self._abandoned = True
+        self._shutdown(JobCancelledError("the job was cancelled"), stuck)
+        return stuck
+
     def _timed_call(self, tasklet: Tasklet, limit: float) -> int:
         start = time.perf_counter()
+        self._current_call = (tasklet, start)
         result = tasklet.call()
+        self._current_call = None
         took = time.perf_counter() - start
         if took > limit:
             tasklet.logger.warning(
@@ -153,9 +216,39 @@ class MemberRuntime:
             )
         return result
 
+    def _watch_slow_calls(self, limit: float) -> None:
+        """The slow-callback warning for a callback that has not returned yet (it blocks)."""
+        while not self._watchdog_stop.wait(max(limit / 2, 0.01)):
+            call = self._current_call
+            if call is None or call is self._warned_call:
+                continue
+            tasklet, start = call
+            took = time.perf_counter() - start
+            if took > limit:
+                self._warned_call = call
+                tasklet.logger.warning(
+                    "%s: cooperative callback %s is still running after %.1f ms (limit %.1f ms); "
+                    "a cooperative processor must not block: it stops every processor of its "
+                    "thread",
+                    tasklet.name,
+                    tasklet.callback,
+                    took * 1000,
+                    limit * 1000,
+                )
+
     def _start(self) -> None:
+        if self._slow is not None:
+            threading.Thread(
+                target=self._watch_slow_calls,
+                args=(self._slow,),
+                name="jetspark-slow-callback-watchdog",
+                daemon=True,
+            ).start()
         for tasklet in self.tasklets:
+            self._init_called.append(tasklet)
+            self.running = tasklet
             tasklet.init()
+        self.running = None
         for tasklet in self.tasklets:
             if tasklet.is_cooperative():
                 self._cooperative.append(tasklet)
@@ -176,7 +269,9 @@ class MemberRuntime:
                 result = tasklet.call()
                 if result == DONE:
                     return
+                self._thread_returned[id(tasklet)] = now = time.monotonic()
                 if result:
+                    self._last_thread_progress = now
                     backoff.reset()
                 else:
                     backoff.idle()
@@ -191,10 +286,17 @@ class MemberRuntime:
             raise self._thread_error
         return True
 
-    def _shutdown(self, error: BaseException | None) -> None:
+    def _shutdown(self, error: BaseException | None, blocked: Tasklet | None = None) -> None:
+        """Stops the threads and closes everything, once (`abandon` may get here first);
+        `blocked`, a cooperative tasklet stuck in a callback, is not closed."""
+        with self._shutdown_lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
         self._stopping = True
+        self._watchdog_stop.set()
         deadline = time.monotonic() + self._stop_timeout
-        stuck = set()
+        stuck = set() if blocked is None else {id(blocked)}
         for thread, tasklet in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
@@ -208,7 +310,7 @@ class MemberRuntime:
                 )
         steps: list[CloseStep] = [
             (_vertex_of(t), _index_of(t), "close", t.close)
-            for t in self.tasklets
+            for t in self._init_called
             if id(t) not in stuck
         ]
         if isinstance(error, GeneratorExit):

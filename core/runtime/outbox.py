@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jetspark.core.errors import ProcessorContractError
-from jetspark.core.outbox import _NOTHING, Ordinals, OutboxImpl, _same_item
+from jetspark.core.outbox import _NOTHING, Ordinals, OutboxImpl
 from jetspark.core.runtime.coalescer import NO_WATERMARK
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
 
@@ -81,13 +81,9 @@ class TaskletOutbox(OutboxImpl):
         return offer_items
 
     def _offer_watermark(self, watermark: Watermark, ordinal: Ordinals) -> bool:
-        pending = self._unfinished
-        if pending is not _NOTHING and not _same_item(watermark, pending):
-            self._raise_different_item(watermark, pending)
-        if ordinal is None:
-            ordinals: Sequence[int] = self._all_ordinals
-        else:
-            ordinals = (ordinal,) if type(ordinal) is int else tuple(ordinal)  # type: ignore[arg-type]
+        if self._unfinished is not _NOTHING:
+            self._check_same_offer(watermark, ordinal)
+        ordinals = self.ordinals_of(ordinal)
         timestamp = watermark.timestamp
         idle = timestamp == _IDLE_TIMESTAMP
         accepted = self._accepted
@@ -111,6 +107,7 @@ class TaskletOutbox(OutboxImpl):
                 self._last_watermark[o] = timestamp
         if refused:
             self._unfinished = watermark
+            self._unfinished_ordinals = ordinals
             return False
         accepted.clear()
         self._unfinished = _NOTHING

@@ -7,6 +7,7 @@ result is plain data (picklable with cloudpickle), from which `build_member` bui
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,9 +19,13 @@ from jetspark.core.context import ProcessorMetaSupplierContext
 from jetspark.core.dag import DAG, Vertex
 from jetspark.core.errors import DagValidationError, JobFailedError
 from jetspark.core.runtime.closing import CloseStep, close_all
+from jetspark.core.runtime.priority import priority_trap_warnings
 from jetspark.edges.edge import Edge
 from jetspark.edges.policy import RoutingPolicy
 from jetspark.edges.routing import Channel, Router, make_router, partition_table, target_processors
+from jetspark.partitioning import checked_partitioner
+
+_log = logging.getLogger("jetspark")
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,7 @@ class EdgePlan:
             channels,
             upstream,
             key_fn=e.key_fn,
-            partitioner=e.partitioner,
+            partitioner=checked_partitioner(e.partitioner),
             partition_count=self.partition_count,
             table=self.partition_table,
             all_to_one_partition=self.all_to_one_partition,
@@ -161,6 +166,8 @@ def plan_job(
     `default_local_parallelism`. `seed` drives the all-to-one choices (None: random).
     """
     dag.validate()
+    for warning in priority_trap_warnings(dag):
+        _log.warning("%s", warning)
     if member_count < 1 or default_local_parallelism < 1:
         raise ValueError(
             f"member_count ({member_count}) and default_local_parallelism "

@@ -36,7 +36,13 @@ from jetspark.core.runtime.inbound import InboundStream
 from jetspark.core.runtime.outbox import TaskletOutbox
 from jetspark.core.runtime.restore import RestoredProcessor
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
-from jetspark.core.runtime.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, ProcessorTasklet
+from jetspark.core.runtime.tasklet import (
+    DONE,
+    MADE_PROGRESS,
+    NO_PROGRESS,
+    ProcessorTasklet,
+    returned_bool,
+)
 from jetspark.core.serialization import encode_batch
 from jetspark.edges.routing import Router
 
@@ -144,7 +150,7 @@ class SnapshottingTasklet(ProcessorTasklet):
         restored = self._restored
         assert restored is not None
         self.callback = "finish_snapshot_restore"
-        if not self.processor.finish_snapshot_restore():
+        if not returned_bool(self.processor.finish_snapshot_restore(), self.callback):
             return NO_PROGRESS
         self._restored = None
         self._state = self._save_final if restored.completed else self._process_inbound
@@ -228,7 +234,7 @@ class SnapshottingTasklet(ProcessorTasklet):
         if self._uncommitted:
             return NO_PROGRESS
         self.callback = "save_to_snapshot"
-        done = self.processor.save_to_snapshot()
+        done = returned_bool(self.processor.save_to_snapshot(), self.callback)
         bucket = self.outbox.snapshot_bucket
         moved = bool(bucket)
         if moved:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from jetspark.core.context import Context
-from jetspark.core.errors import JobFailedError
+from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.core.processor import Processor
 from jetspark.core.runtime.coalescer import WatermarkCoalescer
 from jetspark.core.runtime.inbound import InboundStream
@@ -25,6 +25,18 @@ DONE = 3
 """`call()` result: the tasklet has finished (which is progress too: `DONE & MADE_PROGRESS`)."""
 
 _IDLE_TIMESTAMP = IDLE_MESSAGE.timestamp
+
+
+def returned_bool(result: object, callback: str) -> bool:
+    """`result` of a callback that must return True or False; anything else (the forgotten
+    `return True` gives None, which would otherwise retry the callback forever) raises
+    ProcessorContractError."""
+    if result is True or result is False:
+        return result
+    raise ProcessorContractError(
+        f"{callback}() must return True or False, got {result!r:.80}"
+        + (" (a missing `return True`?)" if result is None else "")
+    )
 
 
 class Tasklet(Protocol):
@@ -145,6 +157,20 @@ class ProcessorTasklet:
         """Inbound priority groups not yet exhausted (the one being consumed included)."""
         return len(self._groups) + bool(self._group)
 
+    def priority_wait(self) -> tuple[InboundStream, InboundStream] | None:
+        """(an awaited stream, a full one) when the processor waits for its current priority
+        group, which has nothing queued, while a queue of a later group is full."""
+        group = self._group
+        if not group or self._state != self._process_inbound:
+            return None
+        if any(stream.inbox.queue or stream.queued() or stream.done for stream in group):
+            return None
+        for later in self._groups:
+            for stream in later:
+                if any(queue.room() <= 0 for queue in stream.queues):
+                    return group[0], stream
+        return None
+
     def _failure(self, error: Exception, callback: str) -> JobFailedError:
         return JobFailedError.caused_by(
             error, vertex_name=self.vertex_name, processor_index=self.index, callback=callback
@@ -172,7 +198,8 @@ class ProcessorTasklet:
             return MADE_PROGRESS
         if self._try_process is not None:
             self.callback = "try_process"
-            if not self._try_process():
+            done = self._try_process()
+            if done is not True and not returned_bool(done, "try_process"):
                 return NO_PROGRESS
         if self._retain:
             coalescer.check_retention()
@@ -211,7 +238,7 @@ class ProcessorTasklet:
         stream = self._completing
         assert stream is not None
         self.callback = "complete_edge"
-        if not self.processor.complete_edge(stream.ordinal):
+        if not returned_bool(self.processor.complete_edge(stream.ordinal), "complete_edge"):
             return NO_PROGRESS
         self._group.remove(stream)
         self._state = self._process_inbound
@@ -223,7 +250,8 @@ class ProcessorTasklet:
         if watermark.timestamp != _IDLE_TIMESTAMP:
             self.last_received_wm = watermark.timestamp
             self.callback = "try_process_watermark"
-            if not self.processor.try_process_watermark(watermark):
+            done = self.processor.try_process_watermark(watermark)
+            if not returned_bool(done, "try_process_watermark"):
                 return NO_PROGRESS
         self._state = self._forward_watermark
         return self._forward_watermark()
@@ -238,7 +266,8 @@ class ProcessorTasklet:
 
     def _complete_all(self) -> int:
         self.callback = "complete"
-        if not self._complete():
+        done = self._complete()
+        if done is not True and not returned_bool(done, "complete"):
             return NO_PROGRESS
         self._state = self._after_complete
         return MADE_PROGRESS

@@ -5,14 +5,14 @@ Spark job (see microbatch.py for the driver's side). Inside a task of batch k, t
 runtime is built with a `BatchCoordinator` in place of the continuous SnapshotCoordinator:
 
 - every processor restores what snapshot k-1 routes to it; each task reads the state of its
-  own stage's vertices from the snapshot's files (the driver never loads it);
+  own stage's vertices from the snapshot's parts (the driver never loads it);
 - source processors emit at most the item budget the driver fixed for the batch (or until
   they have nothing more to emit now), then save snapshot k and emit its barrier; barriers
   cross the shuffles as control records, so exactly-once alignment works across stages;
 - a processor that saved snapshot k stops for this batch without `complete()`; one that
   completed saves its final state. Each task writes the states of its processors as one part
-  file per vertex into the snapshot's directory and reports the part to the driver, which
-  commits snapshot k (writes its manifest) once the whole Spark job succeeded.
+  (`stage<s>-member<m>`) into the snapshot's directory and reports its tag to the driver,
+  which commits snapshot k (writes its manifest) once the whole Spark job succeeded.
 
 A retried task restores the same state and reads the same bounded input, so it redoes exactly
 the same work: nothing is lost or duplicated.
@@ -30,11 +30,11 @@ from jetspark.core.runtime.restore import RestoredProcessor, route_entries
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.runtime.snapshot_tasklet import SnapshottingTasklet
 from jetspark.core.snapshot_store import (
-    PartFile,
+    DirectorySnapshotStore,
+    Held,
     ProcessorKey,
     ProcessorSnapshot,
-    read_snapshot_files,
-    write_snapshot_part,
+    held_by,
 )
 from jetspark.core.spark.records import BATCH, SNAPSHOT, result_record
 
@@ -44,24 +44,30 @@ class RestoreSpec:
     """Where a batch's tasks find the snapshot they restore: plain data, shipped to tasks."""
 
     snapshot_id: int
-    path: str
-    """The snapshot's directory."""
-    files: dict[str, tuple[PartFile, ...]]
-    """Vertex -> the files holding its processors' states."""
-    member_count: int
-    local_parallelism: dict[str, int]
+    store: DirectorySnapshotStore
+    parts: dict[str, tuple[bytes, Held]]
+    """Part name -> (tag, the processors it holds), from the snapshot's manifest."""
     completed: dict[ProcessorKey, bool]
     """Which processors of the batch's plan are restored as completed (decided on the driver)."""
 
     def route(self, plan: JobPlan, member: int, vertices: list[str]) -> dict[ProcessorKey, Any]:
-        """What each processor of `vertices` on `member` restores."""
+        """What each processor of `vertices` on `member` restores: the parts holding those
+        vertices are read (and authenticated) by the task itself."""
+        wanted_vertices = set(vertices)
+        saved: dict[str, dict[int, ProcessorSnapshot]] = {name: {} for name in vertices}
+        for name, (tag, held) in self.parts.items():
+            if any(vertex in wanted_vertices for vertex, _, _ in held):
+                for (vertex, index), state in self.store.read_part(
+                    self.snapshot_id, name, tag
+                ).items():
+                    if vertex in wanted_vertices:
+                        saved[vertex][index] = state
         restored: dict[ProcessorKey, RestoredProcessor] = {}
         for name in vertices:
-            vertex = plan.vertices[name]
-            lp = vertex.local_parallelism
+            vertex_plan = plan.vertices[name]
+            lp = vertex_plan.local_parallelism
             wanted = {member * lp + local for local in range(lp)}
-            saved = dict(read_snapshot_files(self.path, self.files.get(name, ())))
-            targets, _ = route_entries(self.snapshot_id, plan, vertex, saved, wanted)
+            targets, _ = route_entries(self.snapshot_id, plan, vertex_plan, saved[name], wanted)
             for index in wanted:
                 targets[index].completed = self.completed[(name, index)]
                 restored[(name, index)] = targets[index]
@@ -74,12 +80,11 @@ class BatchSpec:
 
     snapshot_id: int
     """The snapshot the batch ends with."""
-    directory: str
-    """The DirectorySnapshotStore's directory, which every executor reaches."""
+    store: DirectorySnapshotStore
+    """Where tasks write their parts: a directory every executor reaches (its key travels
+    with it, so tasks authenticate what they write and read)."""
     item_budget: int
     """Items each source processor may emit in the batch."""
-    vertex_numbers: dict[str, int]
-    """Vertex -> its number in the snapshot's file names."""
     restore: RestoreSpec | None = None
     sources_read_to_the_end: frozenset[str] = field(default_factory=frozenset)
 
@@ -129,17 +134,14 @@ class BatchCoordinator(SnapshotCoordinator):
         self.requested_id = self.spec.snapshot_id
 
     def result_records(self, stage: int, tasklets: list[Any]) -> Iterator[Any]:
-        """Writes the part files of this task's processors; yields one record per part and one
+        """Writes the part of this task's processors; yields one record naming it and one
         with the batch facts the driver adapts the next batch to."""
         with self._lock:
             states: dict[ProcessorKey, ProcessorSnapshot] = {**self._states, **self._finals}
         spec = self.spec
-        for name in self._vertices:
-            mine = sorted((i, s) for (vertex, i), s in states.items() if vertex == name)
-            part = write_snapshot_part(
-                spec.directory, spec.snapshot_id, spec.vertex_numbers[name], self._member, mine
-            )
-            yield result_record(self._member, stage, SNAPSHOT, name, part)
+        name = f"stage{stage}-member{self._member}"
+        tag = spec.store.write_part(spec.snapshot_id, name, states)
+        yield result_record(self._member, stage, SNAPSHOT, name, (tag, held_by(states)))
         budgets = [
             t.outbox.budget
             for t in tasklets

@@ -24,12 +24,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError, SnapshotError
+from jetspark.core.errors import JobCancelledError
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.runtime.restore import completed_without_state
 from jetspark.core.serialization import decode_batch
-from jetspark.core.snapshot_store import DirectorySnapshotStore, PartFile, Snapshot
+from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.batch import BatchSpec, RestoreSpec
 from jetspark.core.spark.metrics import accumulate_metrics, merge_metrics
 from jetspark.core.spark.records import BATCH, LIST, MAP, METRICS, SNAPSHOT, is_collected_result
@@ -139,9 +139,8 @@ class MicroBatchRunner:
             stages = plan_stages(dag)
             spec = BatchSpec(
                 snapshot_id=snapshot_id,
-                directory=self._store.directory,
+                store=self._store,
                 item_budget=self._budget,
-                vertex_numbers={name: i for i, name in enumerate(sorted(plan.vertices))},
                 restore=_restore_spec(last, plan) if last is not None else None,
                 sources_read_to_the_end=self._read_to_the_end,
             )
@@ -168,11 +167,7 @@ class MicroBatchRunner:
                 shipped.destroy()
             if plan is not None:
                 plan.close(error)
-        committed = self._store.latest()
-        if committed is None or committed.snapshot_id != snapshot_id:
-            raise SnapshotError(
-                f"{self._store}: snapshot {snapshot_id} was committed but cannot be read back"
-            )
+        committed = self._store.committed(snapshot_id)
         spent, behind, state_bytes = facts
         report = BatchReport(
             snapshot_id, spent, time.monotonic() - started, state_bytes, behind, self._budget
@@ -180,11 +175,14 @@ class MicroBatchRunner:
         finished = all(committed.completed_flags().values())
         return report, committed, finished
 
-    def _apply(self, results: list[Any]) -> tuple[dict[str, list[PartFile]], tuple[int, bool, int]]:
+    def _apply(
+        self, results: list[Any]
+    ) -> tuple[dict[str, tuple[bytes, Held]], tuple[int, bool, int]]:
         """Sink writes into the driver's stores, metrics into the job's; returns the snapshot's
-        part files by vertex and the batch facts (items read, behind, state bytes)."""
+        parts (name -> tag and what it holds) and the batch facts (items read, behind, state
+        bytes)."""
         stores = self._engine.stores
-        parts: dict[str, list[PartFile]] = {}
+        parts: dict[str, tuple[bytes, Held]] = {}
         metrics: list[JobMetrics] = []
         spent, behind, state_bytes = 0, False, 0
         for _member, body in results:
@@ -196,7 +194,8 @@ class MicroBatchRunner:
             elif kind == METRICS:
                 metrics.append(pickle.loads(payload))
             elif kind == SNAPSHOT:
-                parts.setdefault(name, []).append(tuple(payload))  # type: ignore[arg-type]
+                tag, held = payload
+                parts[name] = (tag, tuple(map(tuple, held)))
             elif kind == BATCH:
                 spent += payload[0]
                 behind = behind or payload[1]
@@ -212,29 +211,23 @@ class MicroBatchRunner:
         self._budget = max(1, int(self._budget * factor))
 
     def _restorable(self, snapshot: Snapshot | None) -> Snapshot | None:
-        """`snapshot` as files of this job's store (a snapshot held elsewhere is copied in)."""
+        """`snapshot` as parts in this job's store (a snapshot held elsewhere is copied in)."""
         if snapshot is None or (
-            snapshot.files is not None
-            and snapshot.directory is not None
-            and _inside(snapshot.directory, self._store.directory)
+            snapshot.parts is not None
+            and snapshot.store is not None
+            and os.path.samefile(snapshot.store.directory, self._store.directory)
         ):
             return snapshot
-        copy = replace(snapshot, snapshot_id=self._store.next_id(), files=None, directory=None)
+        copy = replace(snapshot, snapshot_id=self._store.next_id(), parts=None, store=None)
         self._store.save(copy)
         return self._store.latest()
 
 
-def _inside(path: str, directory: str) -> bool:
-    return os.path.dirname(os.path.abspath(path)) == os.path.abspath(directory)
-
-
 def _restore_spec(snapshot: Snapshot, plan: JobPlan) -> RestoreSpec:
-    assert snapshot.files is not None and snapshot.directory is not None
+    assert snapshot.parts is not None and snapshot.store is not None
     return RestoreSpec(
         snapshot_id=snapshot.snapshot_id,
-        path=snapshot.directory,
-        files=dict(snapshot.files),
-        member_count=snapshot.member_count,
-        local_parallelism=dict(snapshot.local_parallelism),
+        store=snapshot.store,
+        parts=dict(snapshot.parts),
         completed=completed_without_state(snapshot, plan),
     )

@@ -1,0 +1,125 @@
+"""Driver processes for the fault tests on the standalone cluster (no tests here).
+
+`python spark_cluster_child.py MASTER WORK MODE` prints one JSON line:
+
+- `executor-kill`: a batch job of three stages (a round-robin distributed edge fed by a
+  shuffle, then a partitioned count) whose last stage is slow; while that stage runs, this
+  driver kills one executor's JVM with SIGKILL, once. Spark re-runs the lost map outputs and
+  tasks; prints the counts and whether an executor was killed.
+- `cancel N` / `finish`: the exactly-once two-stage job of spark_streaming_child.py with its
+  snapshots in WORK/snapshots, cancelled once N batches of this run are committed, or run to
+  the end; prints the batches run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import spark_streaming_child as streaming
+from pyspark import SparkContext, cloudpickle
+
+from jetspark.core import DAG, DirectorySnapshotStore, JobCancelledError, JobConfig
+from jetspark.core import ProcessingGuarantee as Guarantee
+from jetspark.core.spark import SparkEngine
+from jetspark.core.spark.session import local_conf
+from jetspark.edges import between
+from jetspark.processors import aggregate_by_key_p, generate_p, map_p, write_map_p
+from jetspark.processors.aggregate import counting
+
+for _module in (sys.modules[__name__], streaming):
+    cloudpickle.register_pickle_by_value(_module)
+
+NUMBERS = 6000
+KEYS = 50
+
+
+def _key(n: int) -> int:
+    return n % KEYS
+
+
+def _slowly(n: int) -> int:
+    time.sleep(0.002)
+    return n
+
+
+def three_stage_dag() -> DAG:
+    """numbers -> (distributed, partitioned) spread -> (distributed unicast) slow -> count."""
+    dag = DAG("executor-kill")
+    numbers = dag.new_vertex("numbers", generate_p(NUMBERS))
+    spread = dag.new_vertex("spread", map_p(_key))
+    slow = dag.new_vertex("slow", map_p(_slowly))
+    count = dag.new_vertex("count", aggregate_by_key_p(_identity, counting()))
+    sink = dag.new_vertex("sink", write_map_p("counts"))
+    dag.edge(between(numbers, spread).distributed().partitioned(_identity))
+    dag.edge(between(spread, slow).distributed())
+    dag.edge(between(slow, count).distributed().partitioned(_identity))
+    dag.edge(between(count, sink))
+    return dag
+
+
+def _identity(item: Any) -> Any:
+    return item
+
+
+def _executor_pids() -> list[int]:
+    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [
+        int(line.split()[0])
+        for line in listing.splitlines()
+        if "CoarseGrainedExecutorBackend" in line
+    ]
+
+
+def _kill_an_executor_during(context: SparkContext, stage_name: str, killed: list[int]) -> None:
+    """Kills one executor JVM once a stage whose name contains `stage_name` runs tasks."""
+    tracker = context.statusTracker()
+    while not killed:
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            if info and stage_name in info.name and info.numActiveTasks > 0:
+                pids = _executor_pids()
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                    return
+        time.sleep(0.05)
+
+
+def main(master: str, work: str, mode: str, n: int) -> None:
+    conf = local_conf(master, f"jetspark-{mode}").set("spark.ui.showConsoleProgress", "false")
+    context = SparkContext(conf=conf)
+    context.setLogLevel("OFF")
+    if mode == "executor-kill":
+        engine = SparkEngine(context, members=3)
+        killed: list[int] = []
+        threading.Thread(
+            target=_kill_an_executor_during, args=(context, "count", killed), daemon=True
+        ).start()
+        engine.new_job(three_stage_dag()).join(600)
+        print(json.dumps({"counts": sorted(engine.get_map("counts").items()), "killed": killed}))
+    else:
+        engine = SparkEngine(context, members=3, batch_items=streaming.BATCH_ITEMS)
+        store = DirectorySnapshotStore(os.path.join(work, "snapshots"))
+        config = JobConfig(processing_guarantee=Guarantee.EXACTLY_ONCE)
+        dag = streaming.two_stage_dag(os.path.join(work, "out"), _identity, _identity)
+        job = engine.new_job(dag, config, snapshot_store=store, restore_from=store.latest())
+        if mode == "cancel":
+            while len(job.metrics.batches) < n and not job.status.is_terminal:
+                time.sleep(0.05)
+            job.cancel()
+        with contextlib.suppress(JobCancelledError):
+            job.join(600)
+        print(json.dumps({"batches": len(job.metrics.batches), "status": job.status.name}))
+    context.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0)
