@@ -2,7 +2,7 @@
 
 `python spark_cluster_child.py MASTER WORK MODE` prints one JSON line:
 
-- `executor-kill`: a batch job of three stages (a round-robin distributed edge fed by a
+- `executor-kill`: a batch job of four stages (a round-robin distributed edge fed by a
   shuffle, then a partitioned count) whose last stage is slow; while that stage runs, this
   driver kills one executor's JVM with SIGKILL, once. Spark re-runs the lost map outputs and
   tasks; prints the counts and whether an executor was killed.
@@ -50,17 +50,21 @@ def _slowly(n: int) -> int:
     return n
 
 
-def three_stage_dag() -> DAG:
-    """numbers -> (distributed, partitioned) spread -> (distributed unicast) slow -> count."""
+def four_stage_dag() -> DAG:
+    """numbers -(partitioned)-> spread -(round robin)-> tag -(partitioned by key)-> slow ->
+    count -> sink: the last stage (slow, count, sink) reads what the round-robin edge, fed by a
+    shuffle, routed."""
     dag = DAG("executor-kill")
     numbers = dag.new_vertex("numbers", generate_p(NUMBERS))
-    spread = dag.new_vertex("spread", map_p(_key))
+    spread = dag.new_vertex("spread", map_p(_identity))
+    tag = dag.new_vertex("tag", map_p(_key))
     slow = dag.new_vertex("slow", map_p(_slowly))
     count = dag.new_vertex("count", aggregate_by_key_p(_identity, counting()))
     sink = dag.new_vertex("sink", write_map_p("counts"))
     dag.edge(between(numbers, spread).distributed().partitioned(_identity))
-    dag.edge(between(spread, slow).distributed())
-    dag.edge(between(slow, count).distributed().partitioned(_identity))
+    dag.edge(between(spread, tag).distributed())
+    dag.edge(between(tag, slow).distributed().partitioned(_identity))
+    dag.edge(between(slow, count))
     dag.edge(between(count, sink))
     return dag
 
@@ -78,18 +82,22 @@ def _executor_pids() -> list[int]:
     ]
 
 
-def _kill_an_executor_during(context: SparkContext, stage_name: str, killed: list[int]) -> None:
-    """Kills one executor JVM once a stage whose name contains `stage_name` runs tasks."""
+def _kill_an_executor_in_the_last_stage(
+    context: SparkContext, group: str, killed: list[int]
+) -> None:
+    """Kills one executor JVM once the last stage of the job group `group` runs tasks."""
     tracker = context.statusTracker()
     while not killed:
-        for stage_id in tracker.getActiveStageIds():
-            info = tracker.getStageInfo(stage_id)
-            if info and stage_name in info.name and info.numActiveTasks > 0:
-                pids = _executor_pids()
-                if pids:
-                    os.kill(pids[0], signal.SIGKILL)
-                    killed.append(pids[0])
-                    return
+        for job_id in tracker.getJobIdsForGroup(group):
+            job = tracker.getJobInfo(job_id)
+            if job is None or not job.stageIds:
+                continue
+            last = tracker.getStageInfo(max(job.stageIds))
+            pids = _executor_pids()
+            if last is not None and last.numActiveTasks > 0 and pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+                return
         time.sleep(0.05)
 
 
@@ -100,10 +108,13 @@ def main(master: str, work: str, mode: str, n: int) -> None:
     if mode == "executor-kill":
         engine = SparkEngine(context, members=3)
         killed: list[int] = []
+        job = engine.new_job(four_stage_dag())
         threading.Thread(
-            target=_kill_an_executor_during, args=(context, "count", killed), daemon=True
+            target=_kill_an_executor_in_the_last_stage,
+            args=(context, job.group, killed),
+            daemon=True,
         ).start()
-        engine.new_job(three_stage_dag()).join(600)
+        job.join(600)
         print(json.dumps({"counts": sorted(engine.get_map("counts").items()), "killed": killed}))
     else:
         engine = SparkEngine(context, members=3, batch_items=streaming.BATCH_ITEMS)

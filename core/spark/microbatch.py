@@ -204,11 +204,14 @@ class MicroBatchRunner:
         return parts, (spent, behind, state_bytes)
 
     def _adapt(self, report: BatchReport, interval: float) -> None:
-        """Scales the item budget so that a batch whose sources are behind takes one interval."""
+        """Scales the item budget so that a batch whose sources are behind takes about one
+        interval, never below the initial budget: a batch has a fixed cost (a Spark job, task
+        start, restore), and shrinking the budget under it would lower throughput, not the
+        batch's duration."""
         if self._fixed_budget or not report.behind or report.duration_seconds <= 0:
             return
         factor = min(_MAX_GROWTH, max(1 / _MAX_GROWTH, interval / report.duration_seconds))
-        self._budget = max(1, int(self._budget * factor))
+        self._budget = max(INITIAL_ITEM_BUDGET, int(self._budget * factor))
 
     def _restorable(self, snapshot: Snapshot | None) -> Snapshot | None:
         """`snapshot` as parts in this job's store (a snapshot held elsewhere is copied in)."""
