@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from jetspark.processors.watermark_policies import (
+    MAX_TIMESTAMP,
     MIN_TIMESTAMP,
     Clock,
     WatermarkEmissionPolicy,
@@ -38,6 +39,7 @@ WindowResultFn = Callable[[int, int, Any, Any], Any]
 """`map_to_output_fn(start, end, key, value)`: what a window processor emits per window and key."""
 
 __all__ = [
+    "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
     "Clock",
     "KeyedWindowResult",
@@ -89,12 +91,18 @@ class SlidingWindowPolicy:
         return self.window_size == self.frame_size
 
     def floor_frame_ts(self, timestamp: int) -> int:
-        """The highest frame boundary <= `timestamp` (the start of its frame)."""
-        return timestamp - (timestamp - self.frame_offset) % self.frame_size
+        """The highest frame boundary <= `timestamp` (the start of its frame), at least
+        MIN_TIMESTAMP (Jet clamps to the range of a Java long).
+        """
+        floor = timestamp - (timestamp - self.frame_offset) % self.frame_size
+        return floor if floor >= MIN_TIMESTAMP else MIN_TIMESTAMP
 
     def higher_frame_ts(self, timestamp: int) -> int:
-        """The lowest frame boundary > `timestamp`: the label (exclusive end) of its frame."""
-        return self.floor_frame_ts(timestamp) + self.frame_size
+        """The lowest frame boundary > `timestamp`: the label (exclusive end) of its frame, at
+        most MAX_TIMESTAMP.
+        """
+        higher = self.floor_frame_ts(timestamp) + self.frame_size
+        return higher if higher <= MAX_TIMESTAMP else MAX_TIMESTAMP
 
     def with_offset(self, offset: int) -> SlidingWindowPolicy:
         """The same windows with frame boundaries shifted to `offset` (mod the frame size)."""
