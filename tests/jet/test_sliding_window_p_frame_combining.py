@@ -4,9 +4,10 @@ Deliberate difference in the input: Jet's test feeds frame timestamps 2, 4 and 6
 size 4, which breaks Jet's own precondition (`SlidingWindowP.tryProcess` asserts
 `frameTs == floorFrameTs(frameTs)`); its expected output is that of frames 4, 4 and 8, so the
 port feeds those aligned labels and keeps Jet's expected output. jetspark, like Jet without
-`-ea`, takes a second-stage frame label as given. Also: the input frames are jetspark's first-stage output,
-`KeyedWindowResult(start, end, key, accumulator)`, where Jet's are `TimestampedEntry`; results
-are mapped to `(end, key, value)` as Jet's `TimestampedEntry::fromWindowResult` does.
+`-ea`, takes a second-stage frame label as given. Also: the input frames are jetspark's
+first-stage output, `KeyedWindowResult(start, end, key, accumulator)`, where Jet's are
+`TimestampedEntry`; results are mapped to `(end, key, value)` as Jet's
+`TimestampedEntry::fromWindowResult` does.
 """
 
 from __future__ import annotations
