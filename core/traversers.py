@@ -53,7 +53,12 @@ class ResettableSingletonTraverser(Traverser):
         self._item: Any = None
 
     def accept(self, item: Any) -> None:
-        """Sets the item the next `next()` returns."""
+        """Sets the item the next `next()` returns; ValueError if the last one was not taken."""
+        if self._item is not None:
+            raise ValueError(
+                f"ResettableSingletonTraverser.accept({item!r}): the item {self._item!r} was not "
+                "consumed yet (call next() first)"
+            )
         self._item = item
 
     def next(self) -> Any:

@@ -22,11 +22,14 @@ and the output is checked against a plain Python count.
 
 Unbounded, on the local engine:
 `python examples/stock_exchange.py [OUTPUT_DIR] --duration SECONDS [--snapshots DIR]
-[--snapshot-interval MILLIS] [--members N]` reads the endless journal (`stream_journal_p`)
-exactly-once, taking a snapshot every MILLIS (default 1,000), for SECONDS (or until Ctrl-C),
-then cancels the job. The sink `write_file_transactional_p` publishes the `part-*` files of a
-snapshot when it is committed, so OUTPUT_DIR holds whole windows only, each once. It prints a
-progress line a second, then a summary, and checks the windows committed against a plain
+[--snapshot-interval MILLIS] [--clock wall|trading] [--members N]` reads the endless journal
+(`stream_journal_p`) exactly-once, taking a snapshot every MILLIS (default 1,000), for SECONDS
+(or until Ctrl-C), then cancels the job. `--clock trading` counts both in trading time instead
+of wall-clock time (5 ms per trade read): a run then reads the same trades and takes its
+snapshots at about the same trades on a busy machine as on an idle one. The sink
+`write_file_transactional_p` publishes the `part-*` files of a snapshot when it is committed,
+so OUTPUT_DIR holds whole windows only, each once. It prints a progress line a second (of its
+clock), then a summary, and checks the windows committed against a plain
 Python count. With `--snapshots DIR` the snapshots go to a DirectorySnapshotStore: the same
 command again (same OUTPUT_DIR and DIR, any --members) continues from the last snapshot.
 SparkEngine runs bounded jobs only: `--engine spark --duration` is refused (docs/
@@ -98,6 +101,8 @@ BOUNDED_TRADES = 6_000
 SNAPSHOT_INTERVAL_MILLIS = 1_000
 """The unbounded run's default snapshot interval."""
 PROGRESS_SECONDS = 1.0
+POLL_SECONDS = 0.02
+"""How often (wall-clock seconds) the unbounded run loop looks at its clock."""
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
 
@@ -207,9 +212,36 @@ def build_dag(trade_count: int, output_dir: str) -> DAG:
     )
 
 
-def build_streaming_dag(output_dir: str) -> DAG:
-    """The unbounded DAG: the endless journal of `trade(n)`, the transactional file sink."""
-    return trade_monitoring_dag(stream_journal_p(trade), write_file_transactional_p(output_dir))
+def build_streaming_dag(output_dir: str, trade_fn: Callable[[int], Trade] = trade) -> DAG:
+    """The unbounded DAG: the endless journal of `trade_fn(n)` (default `trade`), the
+    transactional file sink."""
+    return trade_monitoring_dag(stream_journal_p(trade_fn), write_file_transactional_p(output_dir))
+
+
+class TradingClock:
+    """The trading time of one run in seconds, TRADE_SPACING_MILLIS per journal offset read: a
+    clock that advances with the job's progress, not with the machine's speed.
+
+    `trade(n)` is the journal's item function: it notes the highest offset asked for (a trade
+    the full outbox refused is asked for again, and counts once). Calling the clock reads the
+    time: the offsets from the first one this run read to the highest.
+    """
+
+    def __init__(self) -> None:
+        self._first: int | None = None
+        self._top = -1
+
+    def trade(self, n: int) -> Trade:
+        """The n-th trade, noted."""
+        if self._first is None:
+            self._first = n
+        if n > self._top:
+            self._top = n
+        return trade(n)
+
+    def __call__(self) -> float:
+        first = self._first
+        return 0.0 if first is None else (self._top - first) * TRADE_SPACING_MILLIS / 1000
 
 
 def window_ends(t: Trade) -> range:
@@ -378,6 +410,14 @@ def _parser() -> argparse.ArgumentParser:
         help="with --duration: milliseconds between snapshots "
         f"(default {SNAPSHOT_INTERVAL_MILLIS})",
     )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "trading"),
+        default="wall",
+        help="with --duration: what SECONDS and MILLIS count, wall-clock time (the default) or "
+        f"trading time ({TRADE_SPACING_MILLIS} ms per trade read: the same trades and snapshots "
+        "on any machine)",
+    )
     parser.set_defaults(members=2, engine=None)
     return parser
 
@@ -387,8 +427,10 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.duration is None:
-        if args.snapshots or args.snapshot_interval is not None:
-            parser.error("--snapshots and --snapshot-interval apply to --duration runs only")
+        if args.snapshots or args.snapshot_interval is not None or args.clock != "wall":
+            parser.error(
+                "--snapshots, --snapshot-interval and --clock apply to --duration runs only"
+            )
         run_bounded(args, spark)
         return
     if args.engine == "spark":
@@ -443,15 +485,19 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     )
     output = CommittedOutput(output_dir).refresh()
     before, checked_until = len(output.windows), output.complete_until()
+    trading = TradingClock() if args.clock == "trading" else None
+    clock: Callable[[], float] = trading or time.monotonic
     with EngineSession.of(args) as session:
+        session.engine.snapshot_clock = clock
         print(
-            f"streaming trades on {session.description} for {args.duration:g} s, exactly-once, "
-            f"a snapshot every {args.snapshot_interval:,} ms, into {output_dir}"
+            f"streaming trades on {session.description} for {args.duration:g} s"
+            + (" of trading" if trading else "")
+            + f", exactly-once, a snapshot every {args.snapshot_interval:,} ms, into {output_dir}"
             + (f"; continuing from snapshot {store.last_id}" if restore_from else ""),
             flush=True,
         )
         job = session.engine.new_job(
-            build_streaming_dag(output_dir),
+            build_streaming_dag(output_dir, trading.trade if trading else trade),
             config,
             snapshot_store=store,
             restore_from=restore_from,
@@ -464,7 +510,7 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
                 flush=True,
             )
 
-        elapsed = run_for(job, args.duration, progress)
+        elapsed = run_for(job, args.duration, progress, clock)
     if not args.snapshots:
         _remove_unpublished(output_dir)
     print(
@@ -489,25 +535,30 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     print(f"  the windows match a plain Python count: none twice, none missing{upto}")
 
 
-def run_for(job: Job, duration: float, progress: Callable[[float], None]) -> float:
-    """Lets the unbounded `job` run for `duration` seconds (or until Ctrl-C), calling
-    `progress(elapsed seconds)` every PROGRESS_SECONDS, then cancels it and waits for it to end;
-    returns the seconds it ran. Raises the job's failure."""
-    started = time.monotonic()
-    deadline = started + duration
-    tick = started
+def run_for(
+    job: Job,
+    duration: float,
+    progress: Callable[[float], None],
+    clock: Callable[[], float] = time.monotonic,
+) -> float:
+    """Lets the unbounded `job` run for `duration` seconds of `clock` (or until Ctrl-C), calling
+    `progress(elapsed seconds)` every PROGRESS_SECONDS of it, then cancels the job and waits for
+    it to end; returns the seconds it ran. Raises the job's failure."""
+    started = clock()
+    next_progress = started + PROGRESS_SECONDS
     try:
-        while (now := time.monotonic()) < deadline:
-            tick = max(tick + PROGRESS_SECONDS, now)
+        while (now := clock()) - started < duration:
+            if now >= next_progress:
+                progress(now - started)
+                next_progress = max(next_progress + PROGRESS_SECONDS, now)
             try:
-                job.join(timeout=min(tick, deadline) - now)
+                job.join(timeout=POLL_SECONDS)
             except TimeoutError:
-                progress(time.monotonic() - started)
-            else:
-                raise RuntimeError(f"{job.name}, an unbounded job, completed")
+                continue
+            raise RuntimeError(f"{job.name}, an unbounded job, completed")
     except KeyboardInterrupt:
         print("interrupted", flush=True)
-    elapsed = time.monotonic() - started
+    elapsed = clock() - started
     job.cancel()
     with contextlib.suppress(JobCancelledError):
         job.join()

@@ -69,12 +69,12 @@ def merge_restored(accs: dict[Any, Any], key: Any, acc: Any, aggr_op: AggregateO
 class AggregateP(AbstractProcessor):
     """Accumulates every item into one accumulator; on completion emits `finish(acc)`.
 
-    Emits a result even when it received nothing (the finish of an empty accumulator), as Jet
-    does; a None result is not emitted. Snapshot: the accumulator, saved under a broadcast key
-    tagged with this processor's index (see `snapshots.ProcessorState`); restored onto fewer
-    processors, the accumulators are combined. At-least-once: items processed after the
-    snapshot and before a failure are accumulated again after the restart, so the result may
-    count them twice.
+    Emits a result even when it received nothing (the finish of an empty accumulator), where
+    Jet 0.7's aggregateP emits nothing; a None result is not emitted. Snapshot: the
+    accumulator, saved under a broadcast key tagged with this processor's index (see
+    `snapshots.ProcessorState`); restored onto fewer processors, the accumulators are combined.
+    At-least-once: items processed after the snapshot and before a failure are accumulated
+    again after the restart, so the result may count them twice.
     """
 
     def __init__(self, aggr_op: AggregateOperation) -> None:

@@ -84,7 +84,8 @@ class _LoggingInbox:
 
 
 class _LoggingOutbox:
-    """An Outbox that logs each item once it is accepted (once, whatever the ordinals)."""
+    """An Outbox that logs each item once it is accepted: "Output to ordinal N: item", or once
+    as "Output: item" when offered to every ordinal; snapshot entries as "Output to snapshot"."""
 
     def __init__(self, inner: Outbox, peeker: _Peeker, log_items: bool, log_snapshot: bool) -> None:
         self._inner = inner
@@ -95,14 +96,14 @@ class _LoggingOutbox:
     def offer(self, item: Any, ordinal: Ordinals = None) -> bool:
         accepted = self._inner.offer(item, ordinal)
         if accepted and self._log_items:
-            where = "Output" if ordinal is None else f"Output to {ordinal}"
+            where = "Output" if ordinal is None else f"Output to ordinal {ordinal}"
             self._peeker.log(where, item)
         return accepted
 
     def offer_to_snapshot(self, key: Any, value: Any) -> bool:
         accepted = self._inner.offer_to_snapshot(key, value)
         if accepted and self._log_snapshot:
-            self._peeker.log("Snapshot", (key, value))
+            self._peeker.log("Output to snapshot", (key, value))
         return accepted
 
     def has_unfinished_item(self) -> bool:
@@ -138,13 +139,15 @@ class PeekWrappedP(ProcessorWrapper):
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         if self._peek_input:
-            inbox = _LoggingInbox(inbox, self._peeker, f"Input from {ordinal}")
+            inbox = _LoggingInbox(inbox, self._peeker, f"Input from ordinal {ordinal}")
         super().process(ordinal, inbox)
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         done = super().try_process_watermark(watermark)
         if done and self._peek_input:
             self._peeker.log("Input", watermark)
+        if done and self._peek_output:
+            self._peeker.log("Output forwarded", watermark)
         return done
 
 

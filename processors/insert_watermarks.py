@@ -83,11 +83,14 @@ class InsertWatermarksP(AbstractProcessor):
         return self._flush()
 
     def _offer_watermark(self, watermark: int) -> bool:
-        """Queues `Watermark(watermark)` if the emission policy wants it; True if queued."""
-        if not self._emission_policy.should_emit(watermark, self._last_emitted):
+        """Queues the watermark the emission policy makes of `watermark`, if it advanced past the
+        last emitted one; True if queued.
+        """
+        throttled = self._emission_policy.throttle_wm(watermark, self._last_emitted)
+        if throttled <= self._last_emitted:
             return False
-        self._out.append(Watermark(watermark))
-        self._last_emitted = watermark
+        self._out.append(Watermark(throttled))
+        self._last_emitted = throttled
         return True
 
     def _idle_timed_out(self) -> bool:

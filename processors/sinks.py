@@ -24,6 +24,7 @@ from jetspark.core.files import create_exclusive, fsync_directory
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
 from jetspark.core.suppliers import ProcessorFn, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.watermark import Watermark
 from jetspark.processors.functions import drain, engine_stores, entry_key, entry_value
 from jetspark.processors.snapshots import ProcessorState
 
@@ -310,7 +311,7 @@ def write_file_transactional_p(
 
 
 class WriteLoggerP(AbstractProcessor):
-    """Logs `to_string(item)` at INFO on the vertex's logger."""
+    """Logs `to_string(item)` at INFO on the vertex's logger, and each watermark at DEBUG."""
 
     def __init__(self, to_string: Callable[[Any], str]) -> None:
         self._to_string = to_string
@@ -321,6 +322,10 @@ class WriteLoggerP(AbstractProcessor):
         for item in drain(inbox):
             if enabled:
                 logger.info("%s", to_string(item))
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        self.logger.debug("%s", watermark)
+        return True
 
 
 def write_logger_p(to_string: Callable[[Any], str] = str) -> ProcessorFn:

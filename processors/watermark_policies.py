@@ -4,7 +4,8 @@ A watermark policy turns observed event timestamps (and, for some, the passage o
 "ideal" watermark. Policies are stateful, so the factories return zero-argument suppliers and each
 processor makes its own instance. The clock of the time-aware policies is injectable: any
 zero-argument callable returning milliseconds, so tests advance time without sleeping.
-Emission policies are stateless: they decide whether a new watermark is worth emitting.
+Emission policies are stateless: they decide which watermark to emit, if any (Jet 0.7's
+`WatermarkEmissionPolicy.throttleWm`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any, Protocol
 
 MIN_TIMESTAMP = -(2**63)
 """The watermark before any event was observed (Jet's Long.MIN_VALUE): never emitted."""
+
+MAX_TIMESTAMP = 2**63 - 1
+"""The highest timestamp (Jet's Long.MAX_VALUE): frame arithmetic clamps to it."""
 
 Clock = Callable[[], int]
 """A zero-argument callable returning the current time in milliseconds."""
@@ -205,33 +209,33 @@ def _check_not_negative(**values: int) -> None:
 
 
 class WatermarkEmissionPolicy(Protocol):
-    """Decides whether a watermark is worth emitting, given the last one emitted."""
+    """Throttles watermarks: decides which one to emit, given the last one emitted (Jet 0.7)."""
 
-    def should_emit(self, current_wm: int, last_emitted_wm: int) -> bool:
-        """True to emit `current_wm` now."""
+    def throttle_wm(self, current_wm: int, last_emitted_wm: int) -> int:
+        """The watermark to emit now; `last_emitted_wm` (or below it) means "emit nothing"."""
         ...
 
 
 @dataclass(frozen=True)
 class _NoThrottling:
-    def should_emit(self, current_wm: int, last_emitted_wm: int) -> bool:
-        return current_wm > last_emitted_wm
+    def throttle_wm(self, current_wm: int, last_emitted_wm: int) -> int:
+        return current_wm
 
 
 @dataclass(frozen=True)
 class _EmitByMinStep:
     min_step: int
 
-    def should_emit(self, current_wm: int, last_emitted_wm: int) -> bool:
-        return current_wm >= last_emitted_wm + self.min_step
+    def throttle_wm(self, current_wm: int, last_emitted_wm: int) -> int:
+        return current_wm if current_wm >= last_emitted_wm + self.min_step else last_emitted_wm
 
 
 @dataclass(frozen=True)
 class _EmitByFrame:
     window_policy: Any
 
-    def should_emit(self, current_wm: int, last_emitted_wm: int) -> bool:
-        return self.window_policy.floor_frame_ts(current_wm) > last_emitted_wm
+    def throttle_wm(self, current_wm: int, last_emitted_wm: int) -> int:
+        return max(self.window_policy.floor_frame_ts(current_wm), last_emitted_wm)
 
 
 def no_throttling() -> WatermarkEmissionPolicy:
@@ -240,15 +244,14 @@ def no_throttling() -> WatermarkEmissionPolicy:
 
 
 def emit_by_min_step(min_step: int) -> WatermarkEmissionPolicy:
-    """Emits once the watermark advanced at least `min_step` past the last emitted one."""
+    """Emits a watermark once it is at least `min_step` past the last emitted one."""
     if min_step < 1:
         raise ValueError(f"min_step must be >= 1, got {min_step}")
     return _EmitByMinStep(min_step)
 
 
 def emit_by_frame(window_policy: Any) -> WatermarkEmissionPolicy:
-    """Emits only when the watermark enters a new frame of `window_policy` (manual §8.5.2).
-
-    A window processor acts only when the watermark passes a frame's end, so the others are noise.
+    """Emits the watermark floored to a frame boundary of `window_policy`, once per new frame
+    (manual §8.5.2): a window processor acts only when the watermark passes a frame's end.
     """
     return _EmitByFrame(window_policy)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from jetspark.processors.watermark_policies import (
+    MAX_TIMESTAMP,
     MIN_TIMESTAMP,
     Clock,
     WatermarkEmissionPolicy,
@@ -38,6 +39,7 @@ WindowResultFn = Callable[[int, int, Any, Any], Any]
 """`map_to_output_fn(start, end, key, value)`: what a window processor emits per window and key."""
 
 __all__ = [
+    "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
     "Clock",
     "KeyedWindowResult",
@@ -89,12 +91,15 @@ class SlidingWindowPolicy:
         return self.window_size == self.frame_size
 
     def floor_frame_ts(self, timestamp: int) -> int:
-        """The highest frame boundary <= `timestamp` (the start of its frame)."""
-        return timestamp - (timestamp - self.frame_offset) % self.frame_size
+        """The highest frame boundary <= `timestamp` (the start of its frame), clamped to Java's
+        long range as Jet's is (MIN_TIMESTAMP..MAX_TIMESTAMP)."""
+        return _clamped(timestamp - (timestamp - self.frame_offset) % self.frame_size)
 
     def higher_frame_ts(self, timestamp: int) -> int:
-        """The lowest frame boundary > `timestamp`: the label (exclusive end) of its frame."""
-        return self.floor_frame_ts(timestamp) + self.frame_size
+        """The lowest frame boundary > `timestamp`: the label (exclusive end) of its frame,
+        clamped like `floor_frame_ts`."""
+        later = timestamp + self.frame_size
+        return _clamped(later - (later - self.frame_offset) % self.frame_size)
 
     def with_offset(self, offset: int) -> SlidingWindowPolicy:
         """The same windows with frame boundaries shifted to `offset` (mod the frame size)."""
@@ -103,6 +108,12 @@ class SlidingWindowPolicy:
     def to_tumbling_by_frame(self) -> SlidingWindowPolicy:
         """Tumbling windows of one frame each: what the first stage of two-stage windowing uses."""
         return replace(self, window_size=self.frame_size)
+
+
+def _clamped(timestamp: int) -> int:
+    if MIN_TIMESTAMP <= timestamp <= MAX_TIMESTAMP:
+        return timestamp
+    return MIN_TIMESTAMP if timestamp < MIN_TIMESTAMP else MAX_TIMESTAMP
 
 
 def sliding_window_policy(window_size: int, slide_by: int) -> SlidingWindowPolicy:

@@ -181,15 +181,27 @@ def test_restoring_another_dags_snapshot_fails_the_job():
 
 
 class UntilWindow:
-    """Passes window results on; sets `reached` once a window ends at or after `end`."""
+    """Passes window results on; sets `reached` once a window ends at or after `end`.
+
+    `expect(end)` moves the target while the job runs: under the lock, so a window the job
+    thread is checking against the old target cannot set `reached` for the new one.
+    """
 
     def __init__(self, end: int) -> None:
         self.end = end
         self.reached = threading.Event()
+        self._lock = threading.Lock()
+
+    def expect(self, end: int) -> None:
+        """From now on, `reached` means a window ended at or after `end`."""
+        with self._lock:
+            self.end = end
+            self.reached.clear()
 
     def __call__(self, result: Any) -> Any:
-        if result.end >= self.end:
-            self.reached.set()
+        with self._lock:
+            if result.end >= self.end:
+                self.reached.set()
         return ((result.start, result.end, result.key), result.value)
 
 
@@ -265,8 +277,7 @@ def test_restart_of_a_running_job_cancels_it_and_continues_from_its_snapshot():
     until = UntilWindow(end=90)
     job = local.new_job(streaming_dag(until), config(EXACTLY_ONCE, interval=2))
     assert until.reached.wait(30)
-    until.reached.clear()
-    until.end = 190
+    until.expect(190)
     log.extend(events(600)[300:])
     resumed = job.restart()
     assert job.status is JobStatus.CANCELLED

@@ -37,7 +37,7 @@ from jetspark.core import (
 from jetspark.edges import EdgeConfig, between, from_
 from jetspark.partitioning import DEFAULT, HASH_CODE, global_processor_of_partition
 
-pytestmark = pytest.mark.timeout(20)
+pytestmark = pytest.mark.timeout(120)
 
 TEXT = [
     f"line {i}: the quick brown fox {i % 7} jumps over the lazy dog {i % 13} and {i % 101}"
@@ -53,7 +53,7 @@ def run(
     for name, items in lists.items():
         engine.get_list(name).extend(items)
     job = engine.new_job(dag, config)
-    job.join(timeout=15)
+    job.join(timeout=60)
     assert job.status is JobStatus.COMPLETED
     return engine
 
@@ -206,7 +206,7 @@ def test_tf_idf_dag_builds_the_inverted_index(members: int) -> None:
     engine = LocalEngine(members=members)
     engine.get_map("docs").update(DOCS)
     job = engine.new_job(tf_idf_dag())
-    job.join(timeout=15)
+    job.join(timeout=60)
     index = engine.get_map("index")
     expected = tf_idf_reference()
     assert index.keys() == expected.keys()
@@ -553,7 +553,7 @@ def test_metrics_count_items_per_processor_and_edge() -> None:
     engine = LocalEngine(members=3)
     engine.get_list("lines").extend(TEXT)
     job = engine.new_job(word_count_dag(2))
-    job.join(timeout=15)
+    job.join(timeout=60)
     words = sum(len(re.findall(r"\w+", line)) for line in TEXT)
     metrics = job.metrics
     assert sum(p.received_count[0] for p in metrics.of_vertex("accumulate")) == words
@@ -577,7 +577,7 @@ def test_status_moves_to_completed_and_stores_are_shared() -> None:
     dag.edge(between(source, sink))
     job = engine.new_job(dag, JobConfig(name="copy"))
     assert job.status in (JobStatus.NOT_STARTED, JobStatus.RUNNING, JobStatus.COMPLETED)
-    job.join(timeout=10)
+    job.join(timeout=60)
     assert job.status is JobStatus.COMPLETED and job.name == "copy"
     assert engine.get_list("out") == [1, 2, 3]
     assert engine.get_list("out") is engine.stores.get_list("out")

@@ -35,9 +35,9 @@ def test_peek_input_logs_each_item_taken_and_watermarks(log):
     supplier = peek_input_p(map_p(lambda x: x * 2), to_string=lambda x: f"#{x}")
     verify(supplier).modes(ONE_ITEM).input([1, Watermark(5), 2]).expect_output([2, Watermark(5), 4])
     assert messages(log) == [
-        "Input from 0: #1",
+        "Input from ordinal 0: #1",
         "Input: Watermark(timestamp=5)",
-        "Input from 0: #2",
+        "Input from ordinal 0: #2",
     ]
 
 
@@ -52,8 +52,8 @@ def test_peek_snapshot_logs_saved_state(log):
     verify(supplier).output_checker(TestSupport.SAME_ITEMS_ANY_ORDER).input(
         ["a", "a"]
     ).expect_output([("a", 2)])
-    assert "Snapshot: ('a', 1)" in messages(log)
-    assert "Snapshot: ('a', 2)" in messages(log)
+    assert "Output to snapshot: ('a', 1)" in messages(log)
+    assert "Output to snapshot: ('a', 2)" in messages(log)
 
 
 def test_peek_wrappers_pass_all_modes_with_snapshots():

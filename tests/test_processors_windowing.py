@@ -131,14 +131,14 @@ def test_each_supplier_call_makes_a_fresh_policy_and_suppliers_pickle():
 
 
 def test_emission_policies():
-    assert no_throttling().should_emit(5, 4) and not no_throttling().should_emit(4, 4)
+    assert no_throttling().throttle_wm(5, 4) == 5
     step = emit_by_min_step(10)
-    assert step.should_emit(0, MIN_TIMESTAMP)
-    assert not step.should_emit(19, 10) and step.should_emit(20, 10)
+    assert step.throttle_wm(0, MIN_TIMESTAMP) == 0
+    assert step.throttle_wm(19, 10) == 10 and step.throttle_wm(20, 10) == 20
     frame = emit_by_frame(tumbling_window_policy(10))
-    assert frame.should_emit(15, MIN_TIMESTAMP)
-    assert not frame.should_emit(19, 15) and frame.should_emit(20, 15)
-    assert not frame.should_emit(MIN_TIMESTAMP, MIN_TIMESTAMP)
+    assert frame.throttle_wm(15, MIN_TIMESTAMP) == 10
+    assert frame.throttle_wm(19, 10) == 10 and frame.throttle_wm(20, 10) == 20
+    assert frame.throttle_wm(MIN_TIMESTAMP, MIN_TIMESTAMP) == MIN_TIMESTAMP
     with pytest.raises(ValueError):
         emit_by_min_step(0)
 
@@ -162,7 +162,7 @@ def test_insert_watermarks_throttled_by_frame():
     throttle = emit_by_frame(tumbling_window_policy(10))
     verify(insert_watermarks_p(whole_item, limiting_lag(0), throttle)).input(
         [5, 9, 12, 19, 31]
-    ).expect_output([Watermark(5), 5, 9, Watermark(12), 12, 19, Watermark(31), 31])
+    ).expect_output([Watermark(0), 5, 9, Watermark(10), 12, 19, Watermark(30), 31])
 
 
 def test_insert_watermarks_rescaled_restore_keeps_every_item():

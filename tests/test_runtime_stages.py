@@ -46,7 +46,7 @@ from jetspark.core.serialization import decode_batch, encode_batch
 from jetspark.edges import between
 from jetspark.partitioning import HASH_CODE
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(60)
 
 FAN_OUT = 6
 """The most channels one router here writes to (a distributed edge into 3 members x LP 2)."""

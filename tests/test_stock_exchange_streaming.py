@@ -1,6 +1,10 @@
 """The stock-exchange example unbounded on LocalEngine: `--duration` runs the endless journal
 exactly-once into the transactional file sink, `--snapshots` lets a later run continue.
 
+Every run here counts its duration and snapshot interval in trading time (`--clock trading`,
+5 ms per trade read), so it reads the same trades and takes its snapshots at about the same
+trades however busy the machine is: nothing here depends on how much a wall-clock second does.
+
 The committed output is checked here against a count of our own (per 100 ms frame, then
 summed per window), not the example's: every window once, with the exact count, and no window
 missing before the last one every sink processor reached.
@@ -15,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_processors_examples import load
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = pytest.mark.timeout(180)
 
 stock = load("stock_exchange")
 
@@ -65,20 +69,32 @@ def check_exact(files: dict[str, list]) -> list:
     return windows
 
 
-def run(out: Path, snapshots: Path | None, *extra: str) -> None:
-    argv = [str(out), "--duration", "1.2", "--snapshot-interval", "300", *extra]
+def run(out: Path, snapshots: Path | None, *extra: str, trading_seconds: int = 160) -> None:
+    """One unbounded run of `trading_seconds` of trading (200 trades a second), a snapshot due
+    every 2 s of it. A snapshot commits once the trades ahead of its barrier have drained, some
+    60 s of trading with the engine's queue sizes: 160 s has room for one at any member count.
+    """
+    argv = [str(out), "--duration", str(trading_seconds), "--clock", "trading"]
+    argv += ["--snapshot-interval", "2000", *extra]
     stock.main(argv + (["--snapshots", str(snapshots)] if snapshots else []))
+
+
+def snapshots_taken(text: str) -> int:
+    """The count of snapshots in a run's summary line."""
+    return int(re.search(r"([\d,]+) snapshots? taken", text).group(1).replace(",", ""))
 
 
 def test_an_unbounded_run_commits_exact_windows_and_keeps_closing_them(tmp_path, capsys):
     out = tmp_path / "out"
-    run(out, None, "--members", "2")
+    run(out, None, "--members", "2", trading_seconds=240)
     text = capsys.readouterr().out
     windows = check_exact(committed(out))
     # Event time ran far past the bounded run's 30 s: the watermarks kept the windows closing.
     assert max(w.end for w in windows) - stock.START_MILLIS > 60_000
     assert re.search(r"\d\.\d s: [\d,]+ trades read, [\d,]+ windows committed", text)
-    assert re.search(r"[\d,]+ snapshots? taken", text)
+    # 240 s of trading is 48,000 offsets; the metrics count in outbox batches, hence the slack.
+    assert int(re.search(r"([\d,]+) trades read in this run", text)[1].replace(",", "")) >= 40_000
+    assert snapshots_taken(text) >= 2
     assert "the windows match a plain Python count" in text
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
 
@@ -88,7 +104,8 @@ def test_a_second_run_with_the_snapshots_continues_without_duplicates(tmp_path, 
     run(out, snapshots)
     first = committed(out)
     first_end = max(w.end for w in check_exact(first))
-    assert "continuing" not in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "continuing" not in text and snapshots_taken(text) >= 1
     run(out, snapshots)
     assert "continuing from snapshot" in capsys.readouterr().out
     union = committed(out)
@@ -103,6 +120,7 @@ def test_continuing_at_other_member_counts_reuses_no_file_name(tmp_path, capsys)
     seen: dict[str, list] = {}
     for members in ("3", "2", "3"):
         run(out, snapshots, "--members", members)
+        assert snapshots_taken(capsys.readouterr().out) >= 1
         files = committed(out)
         assert {name: files[name] for name in seen} == seen
         seen = files

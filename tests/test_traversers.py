@@ -182,8 +182,9 @@ def test_resettable_singleton_traverser():
     traverser.accept("a")
     assert [traverser.next(), traverser.next()] == ["a", None]
     traverser.accept("b")
-    traverser.accept("c")  # a new item replaces an unread one
-    assert drain(traverser) == ["c"]
+    with pytest.raises(ValueError, match="'b' was not consumed"):
+        traverser.accept("c")  # Jet's contract: an unread item is never dropped
+    assert drain(traverser) == ["b"]
 
 
 def test_appendable_traverser_is_a_fifo_whose_append_returns_itself():
