@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import pickle
-import sys
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from pyspark import RDD, InheritableThread, SparkContext, StorageLevel
@@ -21,7 +20,13 @@ from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.serialization import decode_batch
 from jetspark.core.spark.explain import explain_plan
-from jetspark.core.spark.failures import failure_facts
+from jetspark.core.spark.failures import (
+    failure_facts,
+    missing_module,
+    missing_module_advice,
+    python_traceback,
+    spark_error_summary,
+)
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.records import LIST, MAP, METRICS, RESULT
 from jetspark.core.spark.records import RDD as RDD_KIND
@@ -29,6 +34,7 @@ from jetspark.core.spark.session import spark_context_of
 from jetspark.core.spark.shipping import ship_package
 from jetspark.core.spark.stages import StagePlan, plan_stages
 from jetspark.core.spark.translate import Translation, translate
+from jetspark.core.spark.user_code import Shippable, UserCode
 from jetspark.core.stores import Stores
 
 _log = logging.getLogger("jetspark.spark")
@@ -47,6 +53,8 @@ class SparkJob(Job):
         self._final: RDD | None = None
         self.translation: Translation | None = None
         """The job's RDDs once translated: each stage's output, named after its vertices."""
+        self.modules_used: dict[str, set[str]] = {}
+        """Module -> the vertices and edges whose code needs it on the executors."""
 
     @property
     def metrics(self) -> JobMetrics:
@@ -89,16 +97,23 @@ class SparkJob(Job):
 class SparkEngine:
     """Runs jobs on Spark: `local[*]` by default, or any Spark cluster through `spark`.
 
-    `spark` is a SparkSession, a SparkContext or None (a quiet local context bound to
-    127.0.0.1 is created). `members` is the number of Spark partitions per stage, default
-    Spark's default parallelism. A vertex with local parallelism -1 gets
-    `default_local_parallelism` processors per member (one: Spark's parallelism is members).
+    `spark` is a SparkSession, a SparkContext or None (the process's active context, else a
+    quiet local one bound to 127.0.0.1, see `session.create_context`). `members` is the number
+    of Spark partitions per stage, default Spark's default parallelism. A vertex with local
+    parallelism -1 gets `default_local_parallelism` processors per member (one: Spark's
+    parallelism is members). `ship` names code the executors need beyond what each job's DAG
+    refers to (found by itself, see `user_code.py`): modules (pickled by value) and paths of a
+    `.py` file, a package directory or a `.zip` (put on the executors' `sys.path`).
     """
 
     def __init__(
-        self, spark: Any = None, members: int | None = None, *, default_local_parallelism: int = 1
+        self,
+        spark: Any = None,
+        members: int | None = None,
+        *,
+        default_local_parallelism: int = 1,
+        ship: Iterable[Shippable] = (),
     ) -> None:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         self.context = spark_context_of(spark)
         self.members = members if members is not None else self.context.defaultParallelism
         if not isinstance(self.members, int) or self.members < 1:
@@ -106,6 +121,8 @@ class SparkEngine:
         self.default_local_parallelism = default_local_parallelism
         self.stores = Stores()
         """Driver-side named lists and maps: sources ship them into jobs, sinks fill them."""
+        self.user_code = UserCode(self.context, ship)
+        """What the engine ships of the user's code (see `user_code.py`)."""
         ship_package(self.context)
 
     def get_list(self, name: str) -> list[Any]:
@@ -129,6 +146,14 @@ class SparkEngine:
         """Validates `dag` and starts it on Spark; returns at once."""
         config = config or JobConfig()
         dag.validate()
+        # --- submit-time checks (issue 12): a running context, code the executors can load
+        if self.context._jsc is None:
+            raise JobFailedError(
+                "the SparkEngine's SparkContext has been stopped: create a new SparkEngine on a "
+                "running context (SparkEngine() starts one)"
+            )
+        modules_used = self.user_code.prepare(dag)
+        # ---
         if config.processing_guarantee is not ProcessingGuarantee.NONE:
             _log.warning(
                 "SparkEngine takes no snapshots (processing guarantee %s ignored): a batch job "
@@ -137,6 +162,7 @@ class SparkEngine:
                 config.processing_guarantee.name,
             )
         job = SparkJob(next(_job_ids), config.name, self.context)
+        job.modules_used = modules_used
         thread = InheritableThread(
             target=self._execute, args=(job, dag, config), name=f"jetspark-{job.name}", daemon=True
         )
@@ -219,10 +245,9 @@ def _job_error(failure: BaseException, job: SparkJob) -> BaseException:
         return cancelled
     if isinstance(failure, JobFailedError):
         return failure
-    facts = failure_facts(str(failure))
-    if facts is None:
-        error = JobFailedError(f"{job.name} failed on Spark: {type(failure).__name__}: {failure}")
-    else:
+    text = str(failure)
+    facts = failure_facts(text)
+    if facts is not None:
         error = JobFailedError(
             f"{facts['message']} (on member {facts['member']})\n"
             f"--- traceback in the Spark task ---\n{facts['traceback']}",
@@ -230,6 +255,14 @@ def _job_error(failure: BaseException, job: SparkJob) -> BaseException:
             processor_index=facts["processor_index"],
             callback=facts["callback"],
         )
+    elif (module := missing_module(text)) is not None:
+        advice = missing_module_advice(module, job.modules_used, job._context.pythonExec)
+        error = JobFailedError(f"{job.name} failed on Spark: {advice}")
+    else:
+        summary = spark_error_summary(text)
+        remote = python_traceback(text)
+        details = f"\n--- traceback in the Spark task ---\n{remote}" if remote else ""
+        error = JobFailedError(f"{job.name} failed on Spark: {summary}{details}")
     error.__cause__ = failure
     return error
 
