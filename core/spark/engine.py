@@ -97,8 +97,9 @@ class SparkJob(Job):
 class SparkEngine:
     """Runs jobs on Spark: `local[*]` by default, or any Spark cluster through `spark`.
 
-    `spark` is a SparkSession, a SparkContext or None (the process's active context, else a
-    quiet local one bound to 127.0.0.1, see `session.create_context`). `members` is the number
+    `spark` is a SparkSession, a SparkContext, a master URL (a new context, see
+    `session.create_context`) or None (the process's active context, else a new one on
+    local[*], bound to 127.0.0.1). `members` is the number
     of Spark partitions per stage, default Spark's default parallelism. A vertex with local
     parallelism -1 gets `default_local_parallelism` processors per member (one: Spark's
     parallelism is members). `ship` names code the executors need beyond what each job's DAG

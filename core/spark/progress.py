@@ -22,8 +22,8 @@ POLL_SECONDS = 0.5
 class StageProgress:
     """Shows the stages of the Spark jobs in `group` (a job group, see `SparkJob.group`) on
     `stream`: bars when `bars` (default: when `stream` is a terminal), else a line per
-    finished stage with the seconds since Spark submitted it (`clock`: seconds since the
-    epoch). Call `poll()` now and then, and `close()` at the end."""
+    finished stage and its seconds (`clock`). Call `poll()` now and then, and `close()` at
+    the end."""
 
     def __init__(
         self,
@@ -32,7 +32,7 @@ class StageProgress:
         stream: IO[str] | None = None,
         *,
         bars: bool | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._tracker = context.statusTracker()
         self._group = group
@@ -42,6 +42,9 @@ class StageProgress:
         self._bars: dict[int, tqdm] = {}
         self._started: dict[int, float] = {}
         self._finished: set[int] = set()
+        self._last_finish = clock()
+        """When the last stage finished (at first, when watching began): a stage seen running
+        is taken to have started then, as the status tracker gives no start times."""
 
     def poll(self) -> None:
         """Reads the status tracker once and updates what is shown."""
@@ -49,8 +52,7 @@ class StageProgress:
             done = stage.numCompletedTasks >= stage.numTasks
             if not done and not stage.numActiveTasks and not stage.numCompletedTasks:
                 continue  # not running yet (or skipped: its output was already there)
-            submitted = (stage.submissionTime or 0) / 1000  # ms since the epoch, or -1
-            self._started.setdefault(stage.stageId, submitted if submitted > 0 else self._clock())
+            self._started.setdefault(stage.stageId, self._last_finish)
             if self._bars_on:
                 self._draw(stage, done)
             elif done:
@@ -63,6 +65,7 @@ class StageProgress:
                 )
             if done:
                 self._finished.add(stage.stageId)
+                self._last_finish = max(self._last_finish, self._clock())
 
     def close(self) -> None:
         """A last poll, then closes the bars still open (a failed or cancelled job's)."""

@@ -163,8 +163,8 @@ def _forward_stderr(source: IO[bytes], target: IO[str]) -> None:
 
 
 def spark_context_of(spark: Any) -> SparkContext:
-    """The SparkContext of a SparkSession or SparkContext; for None the process's active
-    context, else a new `create_context()` on local[*].
+    """The SparkContext of a SparkSession or SparkContext; a new `create_context(spark)` for a
+    master URL; for None the process's active context, else a new one on local[*].
 
     An engine-made context is a bare SparkContext: an RDD engine needs no SparkSession, which
     takes about twice as long to start (DESIGN.md, measured facts).
@@ -172,12 +172,14 @@ def spark_context_of(spark: Any) -> SparkContext:
     if spark is None:
         active = SparkContext._active_spark_context
         return active if active is not None else create_context()
+    if isinstance(spark, str):
+        return create_context(spark)
     if isinstance(spark, SparkContext):
         return spark
     context = getattr(spark, "sparkContext", None)
     if isinstance(context, SparkContext):
         return context
     raise TypeError(
-        f"SparkEngine(spark=...) takes a SparkSession, a SparkContext or None, "
+        f"SparkEngine(spark=...) takes a SparkSession, a SparkContext, a master URL or None, "
         f"got {type(spark).__name__}"
     )
