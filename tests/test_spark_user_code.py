@@ -23,7 +23,11 @@ from user_project import EXPECTED_COUNTS, run_driver, write_project
 
 from jetspark.core import DAG, AbstractProcessor, JobFailedError
 from jetspark.core.spark import SparkEngine
-from jetspark.core.spark.failures import python_traceback, spark_error_summary
+from jetspark.core.spark.failures import (
+    missing_module_advice,
+    python_traceback,
+    spark_error_summary,
+)
 from jetspark.core.spark.progress import StageProgress
 from jetspark.core.spark.user_code import is_user_module, modules_pickled_by_reference
 from jetspark.edges import between
@@ -229,3 +233,13 @@ def assert_user_project_results(seen: dict[str, Any]) -> None:
     assert JVM_FRAME not in missing
     assert seen["missing_module"]["cause"] == "Py4JJavaError"
     assert seen["stopped"]["message"].startswith("the SparkEngine's SparkContext has been stopped")
+
+
+def test_a_worker_python_without_jetspark_dependencies_is_named() -> None:
+    """What a user's own context gets when its workers run a Python without mmh3."""
+    advice = missing_module_advice("mmh3", {}, "/usr/bin/python3")
+    assert advice.startswith(
+        "the executors' Python (/usr/bin/python3) cannot import mmh3, which jetspark needs: "
+    )
+    assert f"PYSPARK_PYTHON, e.g. to this driver's {sys.executable}" in advice
+    assert advice.endswith("pip install mmh3 msgpack numpy pyspark tqdm")
