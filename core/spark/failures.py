@@ -77,14 +77,19 @@ def missing_module(error_text: str) -> str | None:
     return match.group(1) if match else None
 
 
+_NOT_ON_WORKERS = frozenset({"pyspark", "tqdm"})
+"""Dependencies the workers do not need: Spark brings pyspark, progress bars are the driver's."""
+
+
 def jetspark_dependencies() -> frozenset[str]:
-    """The import names of jetspark's runtime dependencies (from its installed metadata)."""
+    """The import names of the dependencies jetspark's tasks import on the workers (from
+    jetspark's installed metadata)."""
     try:
         requirements = importlib.metadata.requires("jetspark") or []
     except importlib.metadata.PackageNotFoundError:
         return frozenset()
     names = (re.split(r"[\s<>=!~;\[(]", r, maxsplit=1)[0] for r in requirements if "extra" not in r)
-    return frozenset(name.lower().replace("-", "_") for name in names)
+    return frozenset(name.lower().replace("-", "_") for name in names) - _NOT_ON_WORKERS
 
 
 def missing_module_advice(module: str, used_by: dict[str, set[str]], worker_python: str) -> str:

@@ -17,6 +17,7 @@ from tqdm import tqdm
 from jetspark.core.job import Job
 
 POLL_SECONDS = 0.5
+_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} tasks [{elapsed}]"
 
 
 class StageProgress:
@@ -92,11 +93,12 @@ class StageProgress:
             bar = self._bars[stage.stageId] = tqdm(
                 total=stage.numTasks,
                 desc=f"Spark stage {stage.stageId}",
-                unit="task",
                 file=self._stream,
                 leave=True,
                 dynamic_ncols=True,
+                bar_format=_BAR_FORMAT,
             )
+            bar.start_t -= self._clock() - self._started[stage.stageId]  # when it started
         bar.update(stage.numCompletedTasks - bar.n)
         if done:
             bar.close()
