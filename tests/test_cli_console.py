@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(400)]
+from jetspark.core.cli import main
+from jetspark.core.spark.session import check_master
+
+pytestmark = pytest.mark.timeout(400)
 
 SCRIPT = Path(sys.executable).parent / "jetspark"
 DOCUMENTS = {
@@ -36,6 +40,7 @@ def run_script(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.spark
 def test_the_console_script_runs_spark_jobs_outside_its_virtualenv(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -54,8 +59,50 @@ def test_the_console_script_runs_spark_jobs_outside_its_virtualenv(tmp_path: Pat
     assert [line.split()[-1] for line in found.stdout.splitlines()] == ["parse.txt"]
 
 
+@pytest.mark.spark
 def test_verbose_brings_sparks_log_back(tmp_path: Path) -> None:
     explained = run_script("--verbose", "explain", "tfidf", "--master", "local[1]", cwd=tmp_path)
     assert explained.returncode == 0, explained.stderr
     assert "log4j" in explained.stderr
     assert "DAG 'tf-idf' on Spark" in explained.stdout
+
+
+@pytest.mark.parametrize(
+    "master",
+    [
+        "local",
+        "local[2]",
+        "local[*]",
+        "local[2,3]",
+        "spark://127.0.0.1:7077",
+        "spark://a:1,b:2",
+        "yarn",
+        "k8s://https://host:443",
+        "local-cluster[2,1,1024]",
+    ],
+)
+def test_master_urls_spark_takes(master: str) -> None:
+    check_master(master)
+
+
+@pytest.mark.parametrize("master", ["nonsense", "local[0]", "spark://host", "local[two]", ""])
+def test_malformed_masters_are_refused_before_spark_starts(
+    master: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explain", "tfidf", "--master", master]) == 2
+    assert f"argument --master: {master!r} is not a Spark master URL" in capsys.readouterr().err
+
+
+def test_an_unreachable_master_fails_fast(tmp_path: Path) -> None:
+    """Nothing listens on the port: a connection check says so before a JVM starts (Spark
+    itself retries for about a minute). In a new process: this one may hold a context."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = run_script("explain", "tfidf", "--master", f"spark://127.0.0.1:{port}", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"starting Spark (spark://127.0.0.1:{port}) ...\n"
+        f"jetspark explain: error: cannot reach the Spark master spark://127.0.0.1:{port} "
+        f"(127.0.0.1:{port}: Connection refused): is it running, and is the address right?\n"
+    )

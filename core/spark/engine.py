@@ -20,13 +20,7 @@ from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.serialization import decode_batch
 from jetspark.core.spark.explain import explain_plan
-from jetspark.core.spark.failures import (
-    failure_facts,
-    missing_module,
-    missing_module_advice,
-    python_traceback,
-    spark_error_summary,
-)
+from jetspark.core.spark.failures import spark_job_error
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.records import LIST, MAP, METRICS, RESULT
 from jetspark.core.spark.records import RDD as RDD_KIND
@@ -99,10 +93,10 @@ class SparkEngine:
 
     `spark` is a SparkSession, a SparkContext, a master URL (a new context, see
     `session.create_context`) or None (the process's active context, else a new one on
-    local[*], bound to 127.0.0.1). `members` is the number
-    of Spark partitions per stage, default Spark's default parallelism. A vertex with local
-    parallelism -1 gets `default_local_parallelism` processors per member (one: Spark's
-    parallelism is members). `ship` names code the executors need beyond what each job's DAG
+    local[*], bound to 127.0.0.1). `members` is the number of Spark partitions per stage,
+    default Spark's default parallelism. A vertex with local parallelism -1 gets
+    `default_local_parallelism` processors per member (one: Spark's parallelism is members).
+    `ship` names code the executors need beyond what each job's DAG
     refers to (found by itself, see `user_code.py`): modules (pickled by value) and paths of a
     `.py` file, a package directory or a `.zip` (put on the executors' `sys.path`).
     """
@@ -147,14 +141,13 @@ class SparkEngine:
         """Validates `dag` and starts it on Spark; returns at once."""
         config = config or JobConfig()
         dag.validate()
-        # --- submit-time checks (issue 12): a running context, code the executors can load
+        # submit-time checks: a running context, and code the executors can load
         if self.context._jsc is None:
             raise JobFailedError(
                 "the SparkEngine's SparkContext has been stopped: create a new SparkEngine on a "
                 "running context (SparkEngine() starts one)"
             )
         modules_used = self.user_code.prepare(dag)
-        # ---
         if config.processing_guarantee is not ProcessingGuarantee.NONE:
             _log.warning(
                 "SparkEngine takes no snapshots (processing guarantee %s ignored): a batch job "
@@ -246,24 +239,7 @@ def _job_error(failure: BaseException, job: SparkJob) -> BaseException:
         return cancelled
     if isinstance(failure, JobFailedError):
         return failure
-    text = str(failure)
-    facts = failure_facts(text)
-    if facts is not None:
-        error = JobFailedError(
-            f"{facts['message']} (on member {facts['member']})\n"
-            f"--- traceback in the Spark task ---\n{facts['traceback']}",
-            vertex_name=facts["vertex_name"],
-            processor_index=facts["processor_index"],
-            callback=facts["callback"],
-        )
-    elif (module := missing_module(text)) is not None:
-        advice = missing_module_advice(module, job.modules_used, job._context.pythonExec)
-        error = JobFailedError(f"{job.name} failed on Spark: {advice}")
-    else:
-        summary = spark_error_summary(text)
-        remote = python_traceback(text)
-        details = f"\n--- traceback in the Spark task ---\n{remote}" if remote else ""
-        error = JobFailedError(f"{job.name} failed on Spark: {summary}{details}")
+    error = spark_job_error(failure, job.name, job.modules_used, job._context.pythonExec)
     error.__cause__ = failure
     return error
 

@@ -16,6 +16,10 @@ import sys
 import traceback
 from typing import Any
 
+from py4j.protocol import Py4JError
+
+from jetspark.core.errors import JobFailedError
+
 _BEGIN, _END = "<<jetspark-failure:", ":jetspark-failure>>"
 _PATTERN = re.compile(re.escape(_BEGIN) + r"(\{.*?\})" + re.escape(_END), re.DOTALL)
 
@@ -117,3 +121,31 @@ def missing_module_advice(module: str, used_by: dict[str, set[str]], worker_pyth
         f"or ship it with SparkEngine(ship=[{top}]) (the module object, or the path of its "
         "file or package)"
     )
+
+
+def spark_job_error(
+    failure: BaseException, job_name: str, modules_used: dict[str, set[str]], worker_python: str
+) -> JobFailedError:
+    """The JobFailedError of a Spark job that failed with `failure` (a Py4J error, or an error
+    raised on the driver): a processor's failure as the task reported it, a module the
+    executors could not import (`missing_module_advice`), else the failure in Python terms.
+    Never a JVM stack."""
+    error_text = str(failure)
+    facts = failure_facts(error_text)
+    if facts is not None:
+        return JobFailedError(
+            f"{facts['message']} (on member {facts['member']})\n"
+            f"--- traceback in the Spark task ---\n{facts['traceback']}",
+            vertex_name=facts["vertex_name"],
+            processor_index=facts["processor_index"],
+            callback=facts["callback"],
+        )
+    if not isinstance(failure, Py4JError):  # raised on the driver
+        return JobFailedError(f"{job_name} failed on Spark: {type(failure).__name__}: {failure}")
+    module = missing_module(error_text)
+    if module is not None:
+        advice = missing_module_advice(module, modules_used, worker_python)
+        return JobFailedError(f"{job_name} failed on Spark: {advice}")
+    remote = python_traceback(error_text)
+    details = f"\n--- traceback in the Spark task ---\n{remote}" if remote else ""
+    return JobFailedError(f"{job_name} failed on Spark: {spark_error_summary(error_text)}{details}")
