@@ -157,8 +157,9 @@ def test_failure_text_is_summarised_without_jvm_frames(spark_engine: SparkEngine
 def test_shipped_paths_make_item_classes_importable(
     spark_engine: SparkEngine, tmp_path: Path
 ) -> None:
-    """A package named with ship=[path] is importable on the executors, so objects of its
-    classes cross a distributed edge (items are pickled by reference)."""
+    """Objects of a class cross a distributed edge pickled by reference: a module that reached
+    the executors by value cannot give them (the error says what to do); the same module named
+    with ship=[path] is importable there, and the job runs."""
     package = tmp_path / "points"
     package.mkdir()
     (package / "__init__.py").write_text(
@@ -170,7 +171,6 @@ def test_shipped_paths_make_item_classes_importable(
     try:
         import points  # type: ignore[import-not-found]
 
-        engine = SparkEngine(spark_engine.context, ship=[package])
         dag = DAG("points")
         source = dag.new_vertex("source", read_list_p("numbers"))
         make = dag.new_vertex("make", map_p(points.to_point))
@@ -178,13 +178,19 @@ def test_shipped_paths_make_item_classes_importable(
         count = dag.new_vertex("count", map_p(lambda p: (p, p.x)))
         dag.edge(between(source, make)).edge(between(make, count).distributed())
         dag.edge(between(count, sink))
-        engine.get_list("numbers").extend([1, 2, 3])
-        engine.new_job(dag).join(timeout=120)
-        assert engine.get_map("points") == {
-            points.Point(1): 1,
-            points.Point(2): 2,
-            points.Point(3): 3,
-        }
+        by_value = SparkEngine(spark_engine.context)
+        by_value.get_list("numbers").extend([1, 2, 3])
+        with pytest.raises(JobFailedError) as caught:
+            by_value.new_job(dag).join(timeout=120)
+        assert caught.value.vertex_name == "make"
+        assert (
+            "module 'points' reached the executors by value, which does not let objects of its "
+            "classes cross a distributed edge: ship it with SparkEngine(ship=[<path of points>])"
+        ) in str(caught.value)
+        shipped = SparkEngine(spark_engine.context, ship=[package])
+        shipped.get_list("numbers").extend([1, 2, 3])
+        shipped.new_job(dag).join(timeout=120)
+        assert shipped.get_map("points") == {points.Point(x): x for x in (1, 2, 3)}
     finally:
         sys.path.remove(str(tmp_path))
 

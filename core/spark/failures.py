@@ -123,6 +123,23 @@ def missing_module_advice(module: str, used_by: dict[str, set[str]], worker_pyth
     )
 
 
+_ITEM_MODULE = re.compile(r"cannot serialize item .* import of module '([\w.]+)' failed")
+
+
+def _by_value_hint(message: str) -> str:
+    """Advice for an item whose class comes from a module shipped by value: such classes exist
+    on the executors, but `pickle` can only send their objects on by reference."""
+    match = _ITEM_MODULE.search(message)
+    if match is None:
+        return ""
+    module = match.group(1)
+    return (
+        f"; module '{module}' reached the executors by value, which does not let objects of its "
+        f"classes cross a distributed edge: ship it with SparkEngine(ship=[<path of {module}>])"
+        " or install it on the workers, so that they can import it"
+    )
+
+
 def spark_job_error(
     failure: BaseException, job_name: str, modules_used: dict[str, set[str]], worker_python: str
 ) -> JobFailedError:
@@ -134,7 +151,7 @@ def spark_job_error(
     facts = failure_facts(error_text)
     if facts is not None:
         return JobFailedError(
-            f"{facts['message']} (on member {facts['member']})\n"
+            f"{facts['message']} (on member {facts['member']}){_by_value_hint(facts['message'])}\n"
             f"--- traceback in the Spark task ---\n{facts['traceback']}",
             vertex_name=facts["vertex_name"],
             processor_index=facts["processor_index"],

@@ -127,6 +127,9 @@ class UserCode:
         installed: set[str] = set()
         for path in self._paths:
             installed |= ship_path(self._context, path)
+        for name in cloudpickle.list_registry_pickle_by_value():
+            if name.partition(".")[0] in installed and name in sys.modules:
+                cloudpickle.unregister_pickle_by_value(sys.modules[name])  # importable now
         while True:
             used = _modules_used(dag)
             new = {
