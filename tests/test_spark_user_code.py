@@ -195,6 +195,30 @@ def test_shipped_paths_make_item_classes_importable(
         sys.path.remove(str(tmp_path))
 
 
+def test_a_module_named_in_ship_travels_by_value(spark_engine: SparkEngine, tmp_path: Path) -> None:
+    """A module from a folder that looks installed is not shipped by itself (the workers may
+    have it); named with ship=[module], it travels by value."""
+    folder = tmp_path / "site-packages"
+    folder.mkdir()
+    (folder / "shoutlib.py").write_text("def shout(word):\n    return word.upper() + '!'\n")
+    sys.path.insert(0, str(folder))
+    try:
+        import shoutlib  # type: ignore[import-not-found]
+
+        assert not is_user_module("shoutlib")
+        engine = SparkEngine(spark_engine.context, ship=[shoutlib])
+        dag = DAG("ship-module")
+        source = dag.new_vertex("source", read_list_p("words"))
+        loud = dag.new_vertex("loud", map_p(shoutlib.shout))
+        sink = dag.new_vertex("sink", write_list_p("loud"))
+        dag.edge(between(source, loud)).edge(between(loud, sink).distributed())
+        engine.get_list("words").extend(["cat", "dog"])
+        engine.new_job(dag).join(timeout=120)
+        assert sorted(engine.get_list("loud")) == ["CAT!", "DOG!"]
+    finally:
+        sys.path.remove(str(folder))
+
+
 @pytest.mark.parametrize("bars", [False, True], ids=["lines", "bars"])
 def test_stage_progress(spark_engine: SparkEngine, bars: bool) -> None:
     """A line per finished stage (not a terminal), or a tqdm bar per stage (a terminal)."""

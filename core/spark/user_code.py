@@ -98,11 +98,10 @@ class UserCode:
 
     def __init__(self, context: SparkContext, ship: Iterable[Shippable] = ()) -> None:
         self._context = context
-        self._modules: list[types.ModuleType] = []
         self._paths: list[Path] = []
         for item in ship:
             if isinstance(item, types.ModuleType):
-                self._modules.append(item)
+                cloudpickle.register_pickle_by_value(item)
             elif isinstance(item, (str, os.PathLike)):
                 path = Path(item)
                 if not path.exists():
@@ -113,8 +112,6 @@ class UserCode:
                     f"ship=[...] takes modules and paths (str or os.PathLike), got "
                     f"{type(item).__name__}"
                 )
-        for module in self._modules:
-            cloudpickle.register_pickle_by_value(module)
 
     def prepare(self, dag: DAG) -> dict[str, set[str]]:
         """Makes the executors able to load what `dag` needs; returns, for every module the
