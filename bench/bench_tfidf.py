@@ -156,10 +156,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_MEGABYTES} MB, for CI")
     args = parser.parse_args(argv)
-    from pyspark import SparkContext
-
     from jetspark.core.spark import SparkEngine
-    from jetspark.core.spark.session import local_conf
+    from jetspark.core.spark.session import create_context
 
     with tempfile.TemporaryDirectory(prefix="bench-tfidf-") as workdir:
         if args.corpus:
@@ -168,10 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             megabytes = SMOKE_MEGABYTES if args.smoke else args.megabytes
             generate_corpus(Path(workdir), megabytes)
             corpus = scan_corpus(workdir)
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        conf = local_conf(args.master, "bench-tfidf").set("spark.ui.showConsoleProgress", "false")
-        context = SparkContext(conf=conf)
-        context.setLogLevel("ERROR")
+        context = create_context(args.master, "bench-tfidf")
         try:
             engine = SparkEngine(spark=context, members=args.members)
             print(report(measure(engine, corpus), engine.members))

@@ -56,19 +56,16 @@ class Spark:
 
 def start_spark(master: str) -> Spark:
     """Starts a quiet SparkContext on `master` and a SparkEngine on it, timing each."""
-    from pyspark import SparkContext, cloudpickle
+    from pyspark import cloudpickle
 
     from jetspark.core.spark import SparkEngine
-    from jetspark.core.spark.session import local_conf
+    from jetspark.core.spark.session import create_context
 
-    # bench/ and examples/ are not installed on the workers: ship their functions by value
+    # The hand-written RDD baselines are no jetspark jobs, so SparkEngine does not ship their
+    # code: bench/ is not installed on the workers, its functions travel by value.
     for module in (sys.modules[__name__], wordcount, wordcount.example()):
         cloudpickle.register_pickle_by_value(module)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = local_conf(master, "jetspark-bench").set("spark.ui.showConsoleProgress", "false")
-    context_seconds, context = seconds(lambda: SparkContext(conf=conf))
-    context.setLogLevel("ERROR")
+    context_seconds, context = seconds(lambda: create_context(master, "jetspark-bench"))
     engine_seconds, engine = seconds(lambda: SparkEngine(spark=context))
     return Spark(context, engine, context_seconds, engine_seconds)
 

@@ -186,9 +186,12 @@ def transform_with_state_rate(spark: Any, seconds: float) -> float | None:
         import pyarrow  # noqa: F401
     except ImportError:
         return None
+    from pyspark import cloudpickle
     from pyspark.sql import functions as f
 
-    from bench.stateful_count import CountPerKey
+    from bench import stateful_count
+
+    cloudpickle.register_pickle_by_value(stateful_count)  # bench/ is not on the workers
 
     session = spark.session
     session.conf.set(
@@ -205,7 +208,7 @@ def transform_with_state_rate(spark: Any, seconds: float) -> float | None:
             .select("ticker")
         )
         counts = rows.groupBy("ticker").transformWithStateInPandas(
-            statefulProcessor=CountPerKey(),
+            statefulProcessor=stateful_count.CountPerKey(),
             outputStructType="ticker long, count long",
             outputMode="Update",
             timeMode="None",

@@ -24,8 +24,6 @@ from jetspark.core.job import Job
 if TYPE_CHECKING:
     from jetspark.processors.tfidf import Corpus
 
-PROGRESS_POLL_SECONDS = 0.5
-
 
 def _positive_int(text: str) -> int:
     """An argparse type: an int of at least 1."""
@@ -49,11 +47,24 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _master_url(text: str) -> str:
+    """An argparse type: a Spark master URL (`session.check_master`)."""
+    from jetspark.core.spark.session import check_master
+
+    try:
+        check_master(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    return text
+
+
 def add_engine_arguments(parser: argparse.ArgumentParser, *, choose_engine: bool = True) -> None:
     """Adds `--engine spark|local` (unless not `choose_engine`), `--master URL`, `--members N`."""
     if choose_engine:
         parser.add_argument("--engine", choices=("spark", "local"), default="spark")
-    parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    parser.add_argument(
+        "--master", type=_master_url, metavar="URL", help="Spark master (default local[*])"
+    )
     parser.add_argument(
         "--members",
         type=_positive_int,
@@ -74,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jetspark",
         description="Hazelcast Jet's Core API on Apache Spark: the TF-IDF inverted index job.",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Spark's own log (JVM warnings, task failures) on stderr",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     spark = argparse.ArgumentParser(add_help=False)
@@ -153,15 +169,15 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
 
 
 def _say(message: str) -> None:
-    """A progress line on stderr; on a terminal it first erases Spark's progress bar line."""
-    erase = "\r\033[K" if sys.stderr.isatty() else ""
-    print(erase + message, file=sys.stderr, flush=True)
+    """A progress line on stderr."""
+    print(message, file=sys.stderr, flush=True)
 
 
 class EngineSession:
     """The engine a command or example runs on: LocalEngine, or SparkEngine on `spark` (a
     SparkContext or SparkSession), else on the process's active context, else on a new context
     for `master` (default local[*]), which `close()` (or leaving the `with` block) stops again.
+    A context it creates is quiet (`session.create_context`) unless `verbose`.
     """
 
     def __init__(
@@ -170,6 +186,7 @@ class EngineSession:
         members: int | None = None,
         master: str | None = None,
         spark: Any = None,
+        verbose: bool = False,
     ) -> None:
         self._created: Any = None
         if kind == "local":
@@ -185,37 +202,30 @@ class EngineSession:
             spark = _active_spark_context()
         if spark is None:
             _say(f"starting Spark ({master or 'local[*]'}) ...")
-            spark = self._created = _spark_context(master)
+            from jetspark.core.spark.session import DEFAULT_MASTER, create_context
+
+            spark = self._created = create_context(master or DEFAULT_MASTER, verbose=verbose)
         self.engine = SparkEngine(spark=spark, members=members)
         self.description = f"Spark {self.engine.context.master} ({self.engine.members} members)"
 
     @classmethod
     def of(cls, args: argparse.Namespace, spark: Any = None) -> EngineSession:
         """The session the parsed `add_engine_arguments` options ask for."""
-        return cls(getattr(args, "engine", "spark"), args.members, args.master, spark)
+        engine = getattr(args, "engine", "spark")
+        verbose = getattr(args, "verbose", False)
+        return cls(engine, args.members, args.master, spark, verbose)
 
     def wait(self, job: Job) -> None:
-        """Waits for `job`, printing a line per finished Spark stage (Spark's status tracker)."""
+        """Waits for `job`; on Spark it shows the progress of the job's stages meanwhile (a bar
+        per stage on a terminal, else a line per finished stage)."""
         context = getattr(self.engine, "context", None)
         group = getattr(job, "group", None)
         if context is None or group is None:
             job.join()
             return
-        tracker = context.statusTracker()
-        started = time.monotonic()
-        reported: set[int] = set()
-        while True:
-            try:
-                job.join(PROGRESS_POLL_SECONDS)
-                ended = True
-            except TimeoutError:
-                ended = False
-            for stage in _finished_stages(tracker, group, reported):
-                elapsed = time.monotonic() - started
-                tasks = f"{stage.numTasks} task{'s' * (stage.numTasks > 1)}"
-                _say(f"  Spark stage {stage.stageId} finished: {tasks}, {elapsed:.1f} s")
-            if ended:
-                return
+        from jetspark.core.spark.progress import wait_with_progress
+
+        wait_with_progress(job, context, group)
 
     def close(self) -> None:
         """Stops the SparkContext this session created, if any."""
@@ -235,41 +245,6 @@ def _active_spark_context() -> Any:
     from pyspark import SparkContext
 
     return SparkContext._active_spark_context
-
-
-def _spark_context(master: str | None) -> Any:
-    """A new SparkContext: the engine's quiet local one, or one on `master` with progress bars."""
-    from pyspark import SparkConf, SparkContext
-
-    from jetspark.core.spark.session import local_conf
-
-    if master is None or master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        conf = local_conf(master or "local[*]", "jetspark")
-    else:
-        conf = SparkConf().setMaster(master).setAppName("jetspark")
-        conf.set("spark.ui.showConsoleProgress", "true")
-    context = SparkContext(conf=conf)
-    context.setLogLevel("ERROR")
-    return context
-
-
-def _finished_stages(tracker: Any, group: str, reported: set[int]) -> list[Any]:
-    """The stages of the group's Spark jobs that finished since the last call."""
-    finished = []
-    for job_id in tracker.getJobIdsForGroup(group):
-        info = tracker.getJobInfo(job_id)
-        for stage_id in info.stageIds if info is not None else ():
-            stage = tracker.getStageInfo(stage_id)
-            if (
-                stage is not None
-                and stage_id not in reported
-                and stage.numTasks
-                and stage.numCompletedTasks == stage.numTasks
-            ):
-                reported.add(stage_id)
-                finished.append(stage)
-    return sorted(finished, key=lambda s: s.stageId)
 
 
 def _corpus(args: argparse.Namespace) -> Corpus:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,14 +56,9 @@ def _spark_context() -> tuple[Any, bool]:
     """The active SparkContext if there is one (not ours to stop), else a new test context."""
     from pyspark import SparkContext
 
-    from jetspark.core.spark.session import local_conf
+    from jetspark.core.spark.session import create_context
 
     active = SparkContext._active_spark_context
     if active is not None:
         return active, False
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = local_conf(SPARK_MASTER, "jetspark-tests").set("spark.ui.showConsoleProgress", "false")
-    context = SparkContext(conf=conf)
-    context.setLogLevel("ERROR")
-    return context, True
+    return create_context(SPARK_MASTER, "jetspark-tests"), True

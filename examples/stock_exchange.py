@@ -456,7 +456,7 @@ def run_bounded(args: argparse.Namespace, spark: Any) -> None:
     output_dir = args.output_dir or tempfile.mkdtemp(prefix="stock-exchange-")
     with EngineSession.of(args, spark) as session:
         dag = build_dag(BOUNDED_TRADES, output_dir)
-        session.engine.new_job(dag, JobConfig(name="stock-exchange")).join()
+        session.wait(session.engine.new_job(dag, JobConfig(name="stock-exchange")))
     lines = sorted(
         line for path in Path(output_dir).iterdir() for line in path.read_text().splitlines()
     )

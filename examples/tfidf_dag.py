@@ -43,7 +43,9 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     with tempfile.TemporaryDirectory(prefix="tfidf-") as books_dir:
         write_books(Path(books_dir))
         with EngineSession.of(args, spark) as session:
-            index = build_index(session.engine, scan_corpus(books_dir), STOPWORDS)
+            index = build_index(
+                session.engine, scan_corpus(books_dir), STOPWORDS, wait=session.wait
+            )
     for query in QUERIES:
         hits = ", ".join(f"{hit.document} ({hit.score:.2f})" for hit in search(index, query))
         print(f"{query!r}: {hits or 'no document'}")

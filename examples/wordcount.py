@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     lines = generate_lines(2_000)
     with EngineSession.of(args, spark) as session:
         session.engine.get_map(LINES).update(lines)
-        session.engine.new_job(build_dag(), JobConfig(name="word-count")).join()
+        session.wait(session.engine.new_job(build_dag(), JobConfig(name="word-count")))
         counts = dict(session.engine.get_map(COUNTS))
     expected = Counter(word for n, line in lines.items() for word in tokenize((n, line)))
     assert counts == dict(expected), "the job's counts differ from a plain Python count"

@@ -24,18 +24,15 @@ import time
 from typing import Any
 
 import spark_streaming_child as streaming
-from pyspark import SparkContext, cloudpickle
+from pyspark import SparkContext
 
 from jetspark.core import DAG, DirectorySnapshotStore, JobCancelledError, JobConfig
 from jetspark.core import ProcessingGuarantee as Guarantee
 from jetspark.core.spark import SparkEngine
-from jetspark.core.spark.session import local_conf
+from jetspark.core.spark.session import create_context
 from jetspark.edges import between
 from jetspark.processors import aggregate_by_key_p, generate_p, map_p, write_map_p
 from jetspark.processors.aggregate import counting
-
-for _module in (sys.modules[__name__], streaming):
-    cloudpickle.register_pickle_by_value(_module)
 
 NUMBERS = 6000
 KEYS = 50
@@ -102,9 +99,7 @@ def _kill_an_executor_in_the_last_stage(
 
 
 def main(master: str, work: str, mode: str, n: int) -> None:
-    conf = local_conf(master, f"jetspark-{mode}").set("spark.ui.showConsoleProgress", "false")
-    context = SparkContext(conf=conf)
-    context.setLogLevel("OFF")
+    context = create_context(master, f"jetspark-{mode}")
     if mode == "executor-kill":
         engine = SparkEngine(context, members=3)
         killed: list[int] = []

@@ -30,15 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import runtime_processors
-import test_local_engine
-from pyspark import SparkContext, TaskContext, cloudpickle
+from pyspark import SparkContext, TaskContext
 from runtime_processors import FlatMap, ListSource, Recorder, ScriptSource, received
 from test_local_engine import TEXT, tf_idf_dag, tf_idf_reference, word_count_dag
 
 from jetspark.core import DAG, Job, JobConfig, LocalEngine, Watermark
 from jetspark.core.spark import SparkEngine
-from jetspark.core.spark.session import local_conf
+from jetspark.core.spark.session import create_context
 from jetspark.edges import Edge, EdgeConfig, between, from_
 from jetspark.partitioning import DEFAULT, global_processor_of_partition
 from jetspark.processors import (
@@ -52,11 +50,6 @@ from jetspark.processors import (
 )
 from jetspark.processors.aggregate import counting
 from jetspark.processors.windowing import TimestampKind, limiting_lag, sliding_window_policy
-
-# Executors cannot import the test modules: their classes and functions travel by value.
-for _module in (runtime_processors, test_local_engine, sys.modules[__name__]):
-    if _module.__name__ != "__main__":
-        cloudpickle.register_pickle_by_value(_module)
 
 LP = 2
 """Local parallelism of the vertices whose placement the verdicts check."""
@@ -506,12 +499,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("jobs", nargs="+", choices=sorted(JOBS))
     args = parser.parse_args(argv)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = local_conf(args.master, "jetspark-test-jobs")
-    conf.set("spark.ui.showConsoleProgress", "false").set("spark.executor.memory", "512m")
-    context = SparkContext(conf=conf)
-    context.setLogLevel("ERROR")
+    context = create_context(
+        args.master, "jetspark-test-jobs", settings={"spark.executor.memory": "512m"}
+    )
     try:
         engine = SparkEngine(spark=context, members=args.members)
         verdicts = {name: run_job(name, engine, args.workdir)[1] for name in args.jobs}

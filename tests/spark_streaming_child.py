@@ -21,15 +21,13 @@ import threading
 import time
 from typing import Any
 
-from pyspark import SparkContext, TaskContext, cloudpickle
+from pyspark import TaskContext
 
 from jetspark.core import DAG, DirectorySnapshotStore, JobConfig, ProcessingGuarantee
 from jetspark.core.spark import SparkEngine
-from jetspark.core.spark.session import local_conf
+from jetspark.core.spark.session import create_context
 from jetspark.edges import between
 from jetspark.processors import map_p, read_journal_p, write_file_transactional_p
-
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 NUMBERS = 2400
 BATCH_ITEMS = 400
@@ -89,11 +87,7 @@ def _kill_after(snapshots: str, count: int, delay: float) -> None:
 
 def main(work: str, mode: str, n: int, delay_ms: int) -> None:
     master = "local[2,3]" if mode == "retry" else "local[2]"
-    conf = local_conf(master, "jetspark-streaming-child").set(
-        "spark.ui.showConsoleProgress", "false"
-    )
-    context = SparkContext(conf=conf)
-    context.setLogLevel("OFF")
+    context = create_context(master, "jetspark-streaming-child")
     engine = SparkEngine(context, members=2, batch_items=BATCH_ITEMS)
     snapshots = os.path.join(work, "snapshots")
     store = DirectorySnapshotStore(snapshots)

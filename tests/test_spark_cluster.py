@@ -21,6 +21,8 @@ from typing import Any
 import pyspark
 import pytest
 from spark_jobs import SHARED_JOBS, expected, local_verdict, run_subprocess
+from test_spark_user_code import assert_user_project_results
+from user_project import run_driver, write_project
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
@@ -138,3 +140,9 @@ def test_each_executor_hashed_strings_its_own_way(cluster_output: dict[str, Any]
     """Python's hash() differed between the two workers' processes, so the identical verdicts
     above owe nothing to a shared hash seed."""
     assert cluster_output["hash_seeds"] == len(WORKER_HASH_SEEDS)
+
+
+def test_a_users_project_runs_on_the_cluster(cluster: str, tmp_path: Path) -> None:
+    """The user project of test_spark_user_code, on the cluster: its modules reach executors
+    that never saw the driver's folders, and the failures read as on local[2]."""
+    assert_user_project_results(run_driver(write_project(tmp_path), cluster))

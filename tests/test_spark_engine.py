@@ -4,14 +4,13 @@ explain(), Spark UI names and RDD interop."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark import RDD, cloudpickle
+from pyspark import RDD
 from runtime_processors import (
     Endless,
     Failing,
@@ -50,8 +49,6 @@ from jetspark.processors.sinks import write_rdd_p
 from jetspark.processors.sources import read_rdd_p
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(120)]
-
-cloudpickle.register_pickle_by_value(sys.modules[__name__])  # executors cannot import tests
 
 SORTED_STAGES: dict[str, list[int]] = {
     "word_count": [],

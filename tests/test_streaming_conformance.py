@@ -8,14 +8,12 @@ depends on the machine's speed, the committed output never does.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections import Counter
 from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
-from pyspark import cloudpickle
 
 from jetspark.core import (
     DAG,
@@ -39,9 +37,6 @@ from jetspark.processors import (
 )
 from jetspark.processors.aggregate import counting
 from jetspark.processors.windowing import TimestampKind, limiting_lag, sliding_window_policy
-
-for _module in (sys.modules[__name__], jobs):
-    cloudpickle.register_pickle_by_value(_module)  # the executors cannot import tests
 
 pytestmark = pytest.mark.spark
 

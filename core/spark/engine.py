@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import pickle
-import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyspark import RDD, InheritableThread, SparkContext, StorageLevel
@@ -17,13 +15,13 @@ from pyspark.core.broadcast import Broadcast
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError
-from jetspark.core.job import Job
+from jetspark.core.job import Job, checked_submission
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.serialization import decode_batch
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.spark.explain import explain_plan
-from jetspark.core.spark.failures import failure_facts
+from jetspark.core.spark.failures import spark_job_error
 from jetspark.core.spark.guarantees import check_streaming_job
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.microbatch import MicroBatchRunner
@@ -33,6 +31,7 @@ from jetspark.core.spark.session import spark_context_of
 from jetspark.core.spark.shipping import ship_package
 from jetspark.core.spark.stages import StagePlan, plan_stages
 from jetspark.core.spark.translate import Translation, translate
+from jetspark.core.spark.user_code import Shippable, UserCode
 from jetspark.core.stores import Stores
 
 _log = logging.getLogger("jetspark.spark")
@@ -59,6 +58,8 @@ class SparkJob(Job):
         self._final: RDD | None = None
         self.translation: Translation | None = None
         """The job's RDDs once translated: each stage's output, named after its vertices."""
+        self.modules_used: dict[str, set[str]] = {}
+        """Module -> the vertices and edges whose code needs it on the executors."""
 
     @property
     def metrics(self) -> JobMetrics:
@@ -106,12 +107,16 @@ class SparkJob(Job):
 class SparkEngine:
     """Runs jobs on Spark: `local[*]` by default, or any Spark cluster through `spark`.
 
-    `spark` is a SparkSession, a SparkContext or None (a quiet local context bound to
-    127.0.0.1 is created). `members` is the number of Spark partitions per stage, default
-    Spark's default parallelism. A vertex with local parallelism -1 gets
+    `spark` is a SparkSession, a SparkContext, a master URL (a new context, see
+    `session.create_context`) or None (the process's active context, else a new one on
+    local[*], bound to 127.0.0.1). `members` is the number of Spark partitions per stage,
+    default Spark's default parallelism. A vertex with local parallelism -1 gets
     `default_local_parallelism` processors per member (one: Spark's parallelism is members).
-    `batch_items` fixes the items each source processor reads per micro-batch in jobs with a
-    processing guarantee (default: adapted to the snapshot interval).
+    `ship` names code the executors need beyond what each job's DAG refers to (found by
+    itself, see `user_code.py`): modules (pickled by value) and paths of a `.py` file, a
+    package directory or a `.zip` (put on the executors' `sys.path`). `batch_items` fixes the
+    items each source processor reads per micro-batch in jobs with a processing guarantee
+    (default: adapted to the snapshot interval).
     """
 
     def __init__(
@@ -120,9 +125,9 @@ class SparkEngine:
         members: int | None = None,
         *,
         default_local_parallelism: int = 1,
+        ship: Iterable[Shippable] = (),
         batch_items: int | None = None,
     ) -> None:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         self.context = spark_context_of(spark)
         self.members = members if members is not None else self.context.defaultParallelism
         if not isinstance(self.members, int) or self.members < 1:
@@ -135,6 +140,8 @@ class SparkEngine:
         that a batch whose sources are behind takes one snapshot interval."""
         self.stores = Stores()
         """Driver-side named lists and maps: sources ship them into jobs, sinks fill them."""
+        self.user_code = UserCode(self.context, ship)
+        """What the engine ships of the user's code (see `user_code.py`)."""
         ship_package(self.context)
 
     def get_list(self, name: str) -> list[Any]:
@@ -147,7 +154,8 @@ class SparkEngine:
 
     def explain(self, dag: DAG, config: JobConfig | None = None) -> str:
         """The plan Spark would run for `dag`: stages, shuffles, members, parallelism."""
-        plan = plan_job(dag, config or JobConfig(), self.members, self.default_local_parallelism)
+        dag, config = checked_submission(dag, config)
+        plan = plan_job(dag, config, self.members, self.default_local_parallelism)
         stages = plan_stages(dag)
         parallelism = {name: v.local_parallelism for name, v in plan.vertices.items()}
         persisted = _persisted_stages(dag, stages)
@@ -170,9 +178,14 @@ class SparkEngine:
         (default: a temporary directory, local masters only); `restore_from` (typically
         `store.latest()`) continues a job from a snapshot, at any member count.
         """
-        config = JobConfig() if config is None else config
-        dag.validate()
+        dag, config = checked_submission(dag, config)
+        if self.context._jsc is None:
+            raise JobFailedError(
+                "the SparkEngine's SparkContext has been stopped: create a new SparkEngine on a "
+                "running context (SparkEngine() starts one)"
+            )
         store = check_streaming_job(self.context, dag, config, snapshot_store, restore_from)
+        modules_used = self.user_code.prepare(dag)
 
         def restart() -> Job:
             latest = store.latest() if store is not None else None
@@ -181,6 +194,7 @@ class SparkEngine:
         job = SparkJob(
             next(_job_ids), config.name, self.context, snapshot_store=store, restart=restart
         )
+        job.modules_used = modules_used
         thread = InheritableThread(
             target=self._execute,
             args=(job, dag, config, restore_from),
@@ -284,17 +298,7 @@ def _job_error(failure: BaseException, job: SparkJob) -> BaseException:
         return cancelled
     if isinstance(failure, JobFailedError):
         return failure
-    facts = failure_facts(str(failure))
-    if facts is None:
-        error = JobFailedError(f"{job.name} failed on Spark: {type(failure).__name__}: {failure}")
-    else:
-        error = JobFailedError(
-            f"{facts['message']} (on member {facts['member']})\n"
-            f"--- traceback in the Spark task ---\n{facts['traceback']}",
-            vertex_name=facts["vertex_name"],
-            processor_index=facts["processor_index"],
-            callback=facts["callback"],
-        )
+    error = spark_job_error(failure, job.name, job.modules_used, job._context.pythonExec)
     error.__cause__ = failure
     return error
 

@@ -3,14 +3,22 @@
 Spark reports a Python task failure to the driver as text inside a Py4JJavaError. The task
 therefore raises an error whose message embeds the failure's facts between markers; the driver
 finds them and raises the same JobFailedError LocalEngine would, with the remote traceback.
+Any other Spark failure is summarised from its text in Python terms (the Python traceback of the
+task, or the JVM exception's message), never with JVM stack frames.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
+import sys
 import traceback
 from typing import Any
+
+from py4j.protocol import Py4JError
+
+from jetspark.core.errors import JobFailedError
 
 _BEGIN, _END = "<<jetspark-failure:", ":jetspark-failure>>"
 _PATTERN = re.compile(re.escape(_BEGIN) + r"(\{.*?\})" + re.escape(_END), re.DOTALL)
@@ -30,3 +38,131 @@ def failure_facts(error_text: str) -> dict[str, Any] | None:
     """The facts a task embedded in `error_text`, or None when it holds none."""
     match = _PATTERN.search(error_text)
     return json.loads(match.group(1)) if match else None
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_JVM_FRAME = re.compile(r"^\s*(at [\w$.<>/]+\(.*\)|\.\.\. \d+ more)\s*$")
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+_PY4J_PREFIX = re.compile(r"^An error occurred while calling [\w.]+\.\s*\n:\s*")
+
+
+def python_traceback(error_text: str) -> str | None:
+    """The last Python traceback in the text of a Spark failure (a Py4J error's message), or
+    None; it ends at the exception line, before any JVM frame."""
+    start = error_text.rfind(_TRACEBACK)
+    if start < 0:
+        return None
+    lines = []
+    for line in error_text[start:].splitlines():
+        if _JVM_FRAME.match(line) or line.startswith(" SQLSTATE") or not line.strip():
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def spark_error_summary(error_text: str) -> str:
+    """A Spark failure in one line without JVM frames: the Python exception of its traceback,
+    else the JVM exception's message (the Py4J call prefix dropped)."""
+    traceback_text = python_traceback(error_text)
+    if traceback_text is not None:
+        return traceback_text.splitlines()[-1].strip()
+    text = _PY4J_PREFIX.sub("", error_text.strip())
+    kept = []
+    for line in text.splitlines():
+        if _JVM_FRAME.match(line):
+            break
+        kept.append(line.rstrip())
+    return " ".join(part.strip() for part in kept if part.strip()) or type(error_text).__name__
+
+
+def missing_module(error_text: str) -> str | None:
+    """The module an executor could not import, when that is what failed."""
+    match = _MISSING_MODULE.search(error_text)
+    return match.group(1) if match else None
+
+
+_NOT_ON_WORKERS = frozenset({"pyspark", "tqdm"})
+"""Dependencies the workers do not need: Spark brings pyspark, progress bars are the driver's."""
+
+
+def jetspark_dependencies() -> frozenset[str]:
+    """The import names of the dependencies jetspark's tasks import on the workers (from
+    jetspark's installed metadata)."""
+    try:
+        requirements = importlib.metadata.requires("jetspark") or []
+    except importlib.metadata.PackageNotFoundError:
+        return frozenset()
+    names = (re.split(r"[\s<>=!~;\[(]", r, maxsplit=1)[0] for r in requirements if "extra" not in r)
+    return frozenset(name.lower().replace("-", "_") for name in names) - _NOT_ON_WORKERS
+
+
+def missing_module_advice(module: str, used_by: dict[str, set[str]], worker_python: str) -> str:
+    """What to tell a user whose executors could not import `module`: which vertices need it
+    (`used_by`: module -> vertices and edges), and how to get it onto the executors."""
+    top = module.partition(".")[0]
+    if top in jetspark_dependencies():
+        return (
+            f"the executors' Python ({worker_python}) cannot import {top}, which jetspark "
+            "needs: run the workers with a Python that has jetspark's dependencies (set "
+            f"spark.pyspark.python or PYSPARK_PYTHON, e.g. to this driver's {sys.executable}), "
+            f"or install them there: pip install {' '.join(sorted(jetspark_dependencies()))}"
+        )
+    users = sorted(
+        {
+            where
+            for name, places in used_by.items()
+            if name == module or name.startswith(f"{module}.") or module.startswith(f"{name}.")
+            for where in places
+        }
+    )
+    needed_by = f" (needed by {', '.join(users)})" if users else ""
+    return (
+        f"the executors cannot import module '{module}'{needed_by}: install it on the workers, "
+        f"or ship it with SparkEngine(ship=[{top}]) (the module object, or the path of its "
+        "file or package)"
+    )
+
+
+_ITEM_MODULE = re.compile(r"cannot serialize item .* import of module '([\w.]+)' failed")
+
+
+def _by_value_hint(message: str) -> str:
+    """Advice for an item whose class comes from a module shipped by value: such classes exist
+    on the executors, but `pickle` can only send their objects on by reference."""
+    match = _ITEM_MODULE.search(message)
+    if match is None:
+        return ""
+    module = match.group(1)
+    return (
+        f"; module '{module}' reached the executors by value, which does not let objects of its "
+        f"classes cross a distributed edge: ship it with SparkEngine(ship=[<path of {module}>])"
+        " or install it on the workers, so that they can import it"
+    )
+
+
+def spark_job_error(
+    failure: BaseException, job_name: str, modules_used: dict[str, set[str]], worker_python: str
+) -> JobFailedError:
+    """The JobFailedError of a Spark job that failed with `failure` (a Py4J error, or an error
+    raised on the driver): a processor's failure as the task reported it, a module the
+    executors could not import (`missing_module_advice`), else the failure in Python terms.
+    Never a JVM stack."""
+    error_text = str(failure)
+    facts = failure_facts(error_text)
+    if facts is not None:
+        return JobFailedError(
+            f"{facts['message']} (on member {facts['member']}){_by_value_hint(facts['message'])}\n"
+            f"--- traceback in the Spark task ---\n{facts['traceback']}",
+            vertex_name=facts["vertex_name"],
+            processor_index=facts["processor_index"],
+            callback=facts["callback"],
+        )
+    if not isinstance(failure, Py4JError):  # raised on the driver
+        return JobFailedError(f"{job_name} failed on Spark: {type(failure).__name__}: {failure}")
+    module = missing_module(error_text)
+    if module is not None:
+        advice = missing_module_advice(module, modules_used, worker_python)
+        return JobFailedError(f"{job_name} failed on Spark: {advice}")
+    remote = python_traceback(error_text)
+    details = f"\n--- traceback in the Spark task ---\n{remote}" if remote else ""
+    return JobFailedError(f"{job_name} failed on Spark: {spark_error_summary(error_text)}{details}")

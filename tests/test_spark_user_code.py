@@ -1,0 +1,275 @@
+"""Your own code on Spark (issue 12): user modules ship themselves, errors name the vertex and
+carry no JVM stack, the console shows jetspark's own stage progress.
+
+The processors below are defined in this test module, which the executors cannot import (pytest
+puts tests/ on the driver's sys.path only), and nothing registers it to be pickled by value:
+SparkEngine finds and ships it by itself. `user_project.py` runs a user's project as a script
+from a third directory (`test_spark_cluster.py` runs the same on the standalone cluster).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from py4j.protocol import Py4JJavaError
+from user_project import EXPECTED_COUNTS, run_driver, write_project
+
+from jetspark.core import DAG, AbstractProcessor, JobFailedError
+from jetspark.core.spark import SparkEngine
+from jetspark.core.spark.failures import (
+    missing_module_advice,
+    python_traceback,
+    spark_error_summary,
+)
+from jetspark.core.spark.progress import StageProgress
+from jetspark.core.spark.user_code import is_user_module, modules_pickled_by_reference
+from jetspark.edges import between
+from jetspark.processors import map_p, read_list_p, read_rdd_p, write_list_p, write_map_p
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+JVM_FRAME = "at org.apache"
+
+
+class Shout(AbstractProcessor):
+    """A processor class of this test module: upper-cases words."""
+
+    def try_process0(self, word: str) -> bool:
+        return self.try_emit(shout(word))
+
+
+def shout(word: str) -> str:
+    """A helper function of this test module."""
+    return word.upper()
+
+
+def first_letter(word: str) -> str:
+    return word[0]
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """A function object holding a lock, which cannot be pickled."""
+
+    lock: Any
+
+    def __call__(self, item: Any) -> Any:
+        with self.lock:
+            return item
+
+
+def words_dag() -> DAG:
+    """words -> Shout -> (distributed, partitioned by first letter) -> sink."""
+    dag = DAG("shout")
+    source = dag.new_vertex("source", read_list_p("words"))
+    upper = dag.new_vertex("upper", Shout)
+    sink = dag.new_vertex("sink", write_list_p("shouted"))
+    dag.edge(between(source, upper))
+    dag.edge(between(upper, sink).distributed().partitioned(first_letter))
+    return dag
+
+
+def test_processors_of_a_test_module_run_on_the_executors(spark_engine: SparkEngine) -> None:
+    spark_engine.get_list("words")[:] = ["cat", "dog", "ant", "cow"]
+    spark_engine.get_list("shouted").clear()
+    spark_engine.new_job(words_dag()).join(timeout=120)
+    assert sorted(spark_engine.get_list("shouted")) == ["ANT", "CAT", "COW", "DOG"]
+
+
+def test_the_dry_run_sees_the_modules_pickled_by_reference() -> None:
+    assert "json" in modules_pickled_by_reference(map_p(json.dumps))
+    assert is_user_module(__name__)
+    assert not is_user_module("json")
+    assert not is_user_module("numpy")
+    assert not is_user_module("jetspark.core.dag")
+
+
+def test_an_unpicklable_supplier_is_named_at_submit_time(spark_engine: SparkEngine) -> None:
+    dag = DAG("guarded")
+    source = dag.new_vertex("source", read_list_p("words"))
+    guarded = dag.new_vertex("guarded-vertex", map_p(Guarded(threading.Lock())))
+    dag.edge(between(source, guarded))
+    with pytest.raises(JobFailedError) as caught:
+        spark_engine.new_job(dag)
+    assert str(caught.value) == (
+        "vertex 'guarded-vertex': its processor supplier cannot be sent to the executors: "
+        "TypeError: cannot pickle '_thread.lock' object"
+    )
+    assert caught.value.vertex_name == "guarded-vertex"
+    assert isinstance(caught.value.__cause__, TypeError)
+
+
+def test_an_unpicklable_key_function_names_the_edge(spark_engine: SparkEngine) -> None:
+    dag = DAG("guarded-key")
+    source = dag.new_vertex("source", read_list_p("words"))
+    sink = dag.new_vertex("sink", write_list_p("out"))
+    dag.edge(between(source, sink).distributed().partitioned(Guarded(threading.Lock())))
+    with pytest.raises(JobFailedError, match=r"^edge 'source:0 -> sink:0': its key function"):
+        spark_engine.new_job(dag)
+
+
+def test_a_spark_failure_outside_processors_is_python_level(spark_engine: SparkEngine) -> None:
+    """The user's own RDD fails inside Spark before any processor sees it: the message has the
+    Python exception and traceback, no JVM frame; the Py4J error is the cause."""
+
+    def broken(x: int) -> int:
+        raise ValueError(f"bad record {x}")
+
+    rdd = spark_engine.context.parallelize([1, 2], 2).map(broken)
+    dag = DAG("rdd")
+    source = dag.new_vertex("source", read_rdd_p(rdd))
+    sink = dag.new_vertex("sink", write_list_p("out"))
+    dag.edge(between(source, sink).distributed())
+    with pytest.raises(JobFailedError) as caught:
+        spark_engine.new_job(dag).join(timeout=120)
+    message = str(caught.value)
+    assert message.startswith("job-") and " failed on Spark: ValueError: bad record " in message
+    assert "--- traceback in the Spark task ---\nTraceback (most recent call last):" in message
+    assert JVM_FRAME not in message
+    assert isinstance(caught.value.__cause__, Py4JJavaError)
+    assert JVM_FRAME in str(caught.value.__cause__)
+
+
+def test_failure_text_is_summarised_without_jvm_frames(spark_engine: SparkEngine) -> None:
+    def boom(_: int) -> int:
+        raise KeyError("gone")
+
+    with pytest.raises(Py4JJavaError) as caught:
+        spark_engine.context.parallelize([1], 1).map(boom).collect()
+    text = str(caught.value)
+    assert spark_error_summary(text) == "KeyError: 'gone'"
+    remote = python_traceback(text)
+    assert remote is not None and remote.endswith("KeyError: 'gone'")
+    assert JVM_FRAME not in remote
+    assert spark_error_summary(
+        "An error occurred while calling o1.x.\n: java.io.IOException: "
+        "disk full\n\tat org.apache.spark.X.y(X.scala:1)\n"
+    ) == ("java.io.IOException: disk full")
+
+
+def test_shipped_paths_make_item_classes_importable(
+    spark_engine: SparkEngine, tmp_path: Path
+) -> None:
+    """Objects of a class cross a distributed edge pickled by reference: a module that reached
+    the executors by value cannot give them (the error says what to do); the same module named
+    with ship=[path] is importable there, and the job runs."""
+    package = tmp_path / "points"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from dataclasses import dataclass\n\n"
+        "@dataclass(frozen=True)\nclass Point:\n    x: int\n\n"
+        "def to_point(x):\n    return Point(x)\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import points  # type: ignore[import-not-found]
+
+        dag = DAG("points")
+        source = dag.new_vertex("source", read_list_p("numbers"))
+        make = dag.new_vertex("make", map_p(points.to_point))
+        sink = dag.new_vertex("sink", write_map_p("points"))
+        count = dag.new_vertex("count", map_p(lambda p: (p, p.x)))
+        dag.edge(between(source, make)).edge(between(make, count).distributed())
+        dag.edge(between(count, sink))
+        by_value = SparkEngine(spark_engine.context)
+        by_value.get_list("numbers").extend([1, 2, 3])
+        with pytest.raises(JobFailedError) as caught:
+            by_value.new_job(dag).join(timeout=120)
+        assert caught.value.vertex_name == "make"
+        assert (
+            "module 'points' reached the executors by value, which does not let objects of its "
+            "classes cross a distributed edge: ship it with SparkEngine(ship=[<path of points>])"
+        ) in str(caught.value)
+        shipped = SparkEngine(spark_engine.context, ship=[package])
+        shipped.get_list("numbers").extend([1, 2, 3])
+        shipped.new_job(dag).join(timeout=120)
+        assert shipped.get_map("points") == {points.Point(x): x for x in (1, 2, 3)}
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_a_module_named_in_ship_travels_by_value(spark_engine: SparkEngine, tmp_path: Path) -> None:
+    """A module from a folder that looks installed is not shipped by itself (the workers may
+    have it); named with ship=[module], it travels by value."""
+    folder = tmp_path / "site-packages"
+    folder.mkdir()
+    (folder / "shoutlib.py").write_text("def shout(word):\n    return word.upper() + '!'\n")
+    sys.path.insert(0, str(folder))
+    try:
+        import shoutlib  # type: ignore[import-not-found]
+
+        assert not is_user_module("shoutlib")
+        engine = SparkEngine(spark_engine.context, ship=[shoutlib])
+        dag = DAG("ship-module")
+        source = dag.new_vertex("source", read_list_p("words"))
+        loud = dag.new_vertex("loud", map_p(shoutlib.shout))
+        sink = dag.new_vertex("sink", write_list_p("loud"))
+        dag.edge(between(source, loud)).edge(between(loud, sink).distributed())
+        engine.get_list("words").extend(["cat", "dog"])
+        engine.new_job(dag).join(timeout=120)
+        assert sorted(engine.get_list("loud")) == ["CAT!", "DOG!"]
+    finally:
+        sys.path.remove(str(folder))
+
+
+@pytest.mark.parametrize("bars", [False, True], ids=["lines", "bars"])
+def test_stage_progress(spark_engine: SparkEngine, bars: bool) -> None:
+    """A line per finished stage (not a terminal), or a tqdm bar per stage (a terminal)."""
+    spark_engine.get_list("words")[:] = ["cat", "dog"]
+    job = spark_engine.new_job(words_dag())
+    stream = io.StringIO()
+    progress = StageProgress(spark_engine.context, job.group, stream, bars=bars)
+    job.join(timeout=120)
+    progress.close()
+    output = stream.getvalue()
+    members = spark_engine.members
+    if bars:
+        assert output.count(f"{members}/{members}") >= 2
+        assert "Spark stage " in output
+    else:
+        lines = output.splitlines()
+        assert len(lines) == 2
+        for line in lines:
+            assert line.startswith("  Spark stage ")
+            assert f"finished: {members} tasks in " in line
+
+
+def test_a_users_project_runs_from_anywhere_on_local(tmp_path: Path) -> None:
+    """A script run from a third directory, its modules on a path only the driver has."""
+    seen = run_driver(write_project(tmp_path), "local[2]")
+    assert_user_project_results(seen)
+    assert seen["stderr"] == ""
+
+
+def assert_user_project_results(seen: dict[str, Any]) -> None:
+    """What `user_project.run_driver` must see on any master."""
+    assert seen["counts"] == EXPECTED_COUNTS
+    assert seen["unpicklable"] == {
+        "message": "vertex 'guarded-vertex': its processor supplier cannot be sent to the "
+        "executors: TypeError: cannot pickle '_thread.lock' object",
+        "vertex": "guarded-vertex",
+        "cause": "TypeError",
+    }
+    missing = seen["missing_module"]["message"]
+    assert "the executors cannot import module 'lockedlib' (needed by vertex 'shout')" in missing
+    assert "SparkEngine(ship=[lockedlib])" in missing
+    assert JVM_FRAME not in missing
+    assert seen["missing_module"]["cause"] == "Py4JJavaError"
+    assert seen["stopped"]["message"].startswith("the SparkEngine's SparkContext has been stopped")
+
+
+def test_a_worker_python_without_jetspark_dependencies_is_named() -> None:
+    """What a user's own context gets when its workers run a Python without mmh3."""
+    advice = missing_module_advice("mmh3", {}, "/usr/bin/python3")
+    assert advice.startswith(
+        "the executors' Python (/usr/bin/python3) cannot import mmh3, which jetspark needs: "
+    )
+    assert f"PYSPARK_PYTHON, e.g. to this driver's {sys.executable}" in advice
+    assert advice.endswith("pip install mmh3 msgpack numpy")
