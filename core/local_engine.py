@@ -74,6 +74,18 @@ class LocalEngine:
         been taken with another member count or parallelism. `job.restart()` does both for you.
         """
         dag, config = checked_submission(dag, config)
+        if restore_from is not None and not isinstance(restore_from, Snapshot):
+            raise TypeError(
+                f"restore_from takes a Snapshot (store.latest()), got {type(restore_from).__name__}"
+            )
+        if snapshot_store is not None and not all(
+            callable(getattr(snapshot_store, method, None))
+            for method in ("latest", "next_id", "save")
+        ):
+            raise TypeError(
+                "snapshot_store takes a SnapshotStore (latest(), next_id(), save(snapshot)), "
+                f"got {type(snapshot_store).__name__}"
+            )
         if config.processing_guarantee is ProcessingGuarantee.NONE:
             if restore_from is not None or snapshot_store is not None:
                 raise ValueError(
