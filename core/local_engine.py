@@ -74,6 +74,18 @@ class LocalEngine:
         been taken with another member count or parallelism. `job.restart()` does both for you.
         """
         dag, config = checked_submission(dag, config)
+        if restore_from is not None and not isinstance(restore_from, Snapshot):
+            raise TypeError(
+                f"restore_from takes a Snapshot (store.latest()), got {type(restore_from).__name__}"
+            )
+        if snapshot_store is not None and not all(
+            callable(getattr(snapshot_store, method, None))
+            for method in ("latest", "next_id", "save")
+        ):
+            raise TypeError(
+                "snapshot_store takes a SnapshotStore (latest(), next_id(), save(snapshot)), "
+                f"got {type(snapshot_store).__name__}"
+            )
         if config.processing_guarantee is ProcessingGuarantee.NONE:
             if restore_from is not None or snapshot_store is not None:
                 raise ValueError(
@@ -107,7 +119,8 @@ class LocalEngine:
 class _LocalRun:
     """One job on LocalEngine. Its thread plans, builds and runs it; a `cancel()` the thread
     does not honour within `stop_timeout` (a cooperative callback blocks it) ends the job from
-    outside: everything but the stuck processor is closed and `join()` returns."""
+    outside: everything but the stuck processor is closed and `join()` returns. So does a
+    failure of a non-cooperative processor that the blocked job thread cannot notice."""
 
     def __init__(
         self,
@@ -157,6 +170,7 @@ class _LocalRun:
                 stop_timeout=engine.stop_timeout,
                 snapshots=snapshots,
             )
+            runtime.on_thread_failure = self.on_thread_failure
             job.mark_running(runtime.metrics)
             runtime.run()
         except BaseException as failure:
@@ -165,25 +179,33 @@ class _LocalRun:
 
     def on_cancel(self) -> None:
         """Gives the job thread `stop_timeout` seconds to honour the cancel."""
-        timer = threading.Timer(self.engine.stop_timeout, self._end_if_stuck)
+        self._end_later_if_stuck(JobCancelledError("the job was cancelled"), "was cancelled")
+
+    def on_thread_failure(self, error: BaseException) -> None:
+        """Gives the job thread `stop_timeout` seconds to notice a non-cooperative failure."""
+        self._end_later_if_stuck(error, "failed")
+
+    def _end_later_if_stuck(self, error: BaseException, what: str) -> None:
+        timer = threading.Timer(self.engine.stop_timeout, self._end_if_stuck, (error, what))
         timer.daemon = True
         timer.start()
 
-    def _end_if_stuck(self) -> None:
+    def _end_if_stuck(self, error: BaseException, what: str) -> None:
         runtime = self.runtime
         if self._finished or runtime is None:
             return
-        stuck = runtime.abandon()
+        stuck = runtime.abandon(error)
         if stuck is None:
             return  # not stuck in a cooperative callback: the job thread ends the job
         stuck.logger.warning(
-            "%s: cooperative callback %s still running %.1f s after the job was cancelled; "
-            "the job ends without it: its thread is left running and the processor is not closed",
+            "%s: cooperative callback %s still running %.1f s after the job %s; the job ends "
+            "without it: its thread is left running and the processor is not closed",
             stuck.name,
             stuck.callback,
             self.engine.stop_timeout,
+            what,
         )
-        self._finish(JobCancelledError("the job was cancelled"))
+        self._finish(error)
 
     def _finish(self, error: BaseException | None) -> None:
         """Closes the plan and ends the job, once (the job thread or `_end_if_stuck`)."""

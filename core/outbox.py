@@ -123,7 +123,7 @@ class OutboxImpl:
         if not _same_item(item, pending):
             self._raise_different_item(item, pending)
         ordinals = self.ordinals_of(ordinal)
-        if ordinals != self._unfinished_ordinals:
+        if set(ordinals) != set(self._unfinished_ordinals):
             raise ProcessorContractError(
                 f"{self.owner} offered {item!r} to ordinals {list(ordinals)} after its offer to "
                 f"ordinals {list(self._unfinished_ordinals)} was refused by a full outbox; it "

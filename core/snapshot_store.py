@@ -446,14 +446,20 @@ def _load_or_create_key(path: str) -> bytes:
     temporary file, then linked to `path`, so a process starting at the same time reads either
     no key (and makes its own, losing the race to link it) or the whole one."""
     if not os.path.lexists(path):
+        key = secrets.token_bytes(_KEY_BYTES)
         temporary, file = create_exclusive(os.path.dirname(path), f".{_KEY}", _PRIVATE_FILE)
         try:
             with file:
-                file.write(secrets.token_bytes(_KEY_BYTES))
+                file.write(key)
                 file.flush()
                 os.fsync(file.fileno())
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.link(temporary, path)
+            except FileExistsError:
+                pass
+            except OSError:  # no hard links on this file system: create the key in place
+                with contextlib.suppress(FileExistsError):
+                    _create_key_in_place(path, key)
         finally:
             os.remove(temporary)
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -470,3 +476,12 @@ def _load_or_create_key(path: str) -> bytes:
     if len(key) != _KEY_BYTES:
         raise SnapshotError(f"the snapshot store's key {path!r} is damaged ({len(key)} bytes)")
     return key
+
+
+def _create_key_in_place(path: str, key: bytes) -> None:
+    """Creates the key file exclusively and writes `key` into it (FileExistsError if present)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _PRIVATE_FILE)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(key)
+        file.flush()
+        os.fsync(file.fileno())

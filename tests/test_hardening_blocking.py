@@ -17,6 +17,7 @@ from jetspark.core import (
     Inbox,
     JobCancelledError,
     JobConfig,
+    JobFailedError,
     JobStatus,
     LocalEngine,
     Processor,
@@ -110,3 +111,40 @@ def test_a_blocking_callback_gets_the_slow_callback_warning_while_it_blocks(
         job.join(timeout=10)
     assert job.status is JobStatus.COMPLETED
     assert closed == ["sink"]
+
+
+class FailsOnceSinkBlocks(Processor):
+    """A non-cooperative source that fails once `entered` is set (the sink blocks by then)."""
+
+    def __init__(self, entered: threading.Event) -> None:
+        self.entered = entered
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def complete(self) -> bool:
+        if not self.entered.wait(10):
+            return False
+        raise ValueError("boom while the sink blocks")
+
+
+def test_a_failure_elsewhere_ends_a_job_whose_thread_a_callback_blocks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release, entered, closed = threading.Event(), threading.Event(), []
+    dag = DAG()
+    source = dag.new_vertex("source", lambda: ScriptSource({0: [1]}), 1)
+    sink = dag.new_vertex("sink", lambda: Blocking(release, entered, closed), 1)
+    dag.new_vertex("failing", lambda: FailsOnceSinkBlocks(entered), 1)
+    dag.edge(between(source, sink))
+    job = LocalEngine(stop_timeout=0.2).new_job(dag)
+    try:
+        with (
+            caplog.at_level(logging.WARNING, logger="jetspark.sink"),
+            pytest.raises(JobFailedError, match="vertex 'failing', processor #0 failed in"),
+        ):
+            job.join(timeout=10)
+        assert closed == []
+        assert any("after the job failed" in r.getMessage() for r in caplog.records)
+    finally:
+        release.set()

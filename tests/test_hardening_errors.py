@@ -13,6 +13,7 @@ from jetspark.core import (
     JobConfig,
     JobFailedError,
     LocalEngine,
+    ProcessingGuarantee,
     Watermark,
 )
 from jetspark.edges import between
@@ -47,6 +48,16 @@ def test_new_job_refuses_what_is_not_a_dag_or_a_job_config() -> None:
         LocalEngine().new_job("not a dag")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="takes a JobConfig \\(or None\\) as config, got dict"):
         LocalEngine().new_job(pipeline(), {"name": "x"})  # type: ignore[arg-type]
+
+
+def test_new_job_refuses_a_snapshot_store_or_restore_point_of_the_wrong_kind(
+    tmp_path: Any,
+) -> None:
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
+    with pytest.raises(TypeError, match=r"snapshot_store takes a SnapshotStore .*, got str"):
+        LocalEngine().new_job(pipeline(), config, snapshot_store=str(tmp_path))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"restore_from takes a Snapshot \(store.latest\(\)\)"):
+        LocalEngine().new_job(pipeline(), config, restore_from=7)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,14 @@ import logging
 import pytest
 from runtime_processors import ListSink, ScriptSource
 
-from jetspark.core import DAG, JobFailedError, JobStatus, LocalEngine
+from jetspark.core import (
+    DAG,
+    JobConfig,
+    JobFailedError,
+    JobStatus,
+    LocalEngine,
+    ProcessingGuarantee,
+)
 from jetspark.edges import EdgeConfig, from_
 from jetspark.processors import map_p
 
@@ -88,3 +95,10 @@ def test_a_trap_through_a_longer_path_is_caught_while_running() -> None:
     dag.edge(from_(relay).to(join, 1).priority(-1).set_config(config))
     with pytest.raises(JobFailedError, match="vertex 'join', processor #0: the job is stuck"):
         LocalEngine().new_job(dag).join(timeout=20)
+
+
+def test_the_trap_is_diagnosed_in_a_job_taking_snapshots() -> None:
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
+    job = LocalEngine().new_job(trap_dag(items=200, queue_size=16), config)
+    with pytest.raises(JobFailedError, match="vertex 'join', processor #0: the job is stuck"):
+        job.join(timeout=20)

@@ -15,7 +15,7 @@ import msgpack
 import pytest
 from test_snapshots_store import snapshot
 
-from jetspark.core import DirectorySnapshotStore, ProcessorSnapshot, SnapshotError
+from jetspark.core import DirectorySnapshotStore, ProcessorSnapshot, Snapshot, SnapshotError
 from jetspark.core.serialization import encode_batch
 from jetspark.core.snapshot_store import held_by
 
@@ -147,3 +147,28 @@ def test_a_directory_named_like_a_snapshot_but_not_canonically_is_ignored(tmp_pa
     store = DirectorySnapshotStore(tmp_path)
     plant(tmp_path, "snapshot-00000000009", {})
     assert store.next_id() == 1
+
+
+def test_vertex_names_and_keys_with_lone_surrogates_round_trip(tmp_path: Path) -> None:
+    name = os.fsdecode(b"caf\xe9")
+    saved = ProcessorSnapshot(encode_batch([(name, 1)]))
+    snapshot_in = Snapshot(1, 1, {name: 1}, {(name, 0): saved})
+    store = DirectorySnapshotStore(tmp_path)
+    store.save(snapshot_in)
+    loaded = DirectorySnapshotStore(tmp_path).latest()
+    assert loaded == snapshot_in
+    assert loaded is not None and loaded.processors[(name, 0)].entries() == [(name, 1)]
+
+
+def test_the_key_is_made_where_hard_links_are_not_supported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(source: str, target: str) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    store = DirectorySnapshotStore(tmp_path)
+    store.save(snapshot(1))
+    assert stat.S_IMODE((tmp_path / "KEY").stat().st_mode) == 0o600
+    assert DirectorySnapshotStore(tmp_path).latest() == snapshot(1)
+    assert sorted(os.listdir(tmp_path)) == ["KEY", "snapshot-0000000001"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
 from jetspark.core.errors import JobCancelledError
@@ -79,6 +79,9 @@ class MemberRuntime:
         self._threads: list[tuple[threading.Thread, Tasklet]] = []
         self._stopping = False
         self._thread_error: BaseException | None = None
+        self.on_thread_failure: Callable[[BaseException], None] | None = None
+        """Called on the failing thread when a non-cooperative tasklet fails (the driving
+        thread notices at its next round, unless a blocking cooperative callback holds it)."""
         self.running: Tasklet | None = None
         """The cooperative tasklet being called (None between rounds): who blocks a stuck job."""
         self._abandoned = False
@@ -185,18 +188,18 @@ class MemberRuntime:
         processors = [t for t in self.tasklets if isinstance(t, ProcessorTasklet)]
         return collect_metrics(processors, self._edges, traffic)
 
-    def abandon(self) -> Tasklet | None:
+    def abandon(self, error: BaseException) -> Tasklet | None:
         """Ends a job whose driving thread is stuck inside a cooperative callback (called from
-        another thread once `stop_timeout` has passed after a cancel): stops and closes
-        everything but the stuck processor, whose thread is left running, and returns it; when
-        that callback returns at last, the driving call raises JobCancelledError at once.
-        Returns None, doing nothing, when no cooperative callback is running or the runtime
-        is already shutting down."""
+        another thread once `stop_timeout` has passed after a cancel or a failure, `error`):
+        stops and closes everything but the stuck processor, whose thread is left running, and
+        returns it; when that callback returns at last, the driving call raises
+        JobCancelledError at once. Returns None, doing nothing, when no cooperative callback is
+        running or the runtime is already shutting down."""
         stuck = self.running
         if stuck is None or self._shut_down:
             return None
         self._abandoned = True
-        self._shutdown(JobCancelledError("the job was cancelled"), stuck)
+        self._shutdown(error, stuck)
         return stuck
 
     def _timed_call(self, tasklet: Tasklet, limit: float) -> int:
@@ -278,6 +281,8 @@ class MemberRuntime:
         except BaseException as error:
             if self._thread_error is None:
                 self._thread_error = error
+                if self.on_thread_failure is not None:
+                    self.on_thread_failure(error)
 
     def _finished(self) -> bool:
         if self._cooperative or any(thread.is_alive() for thread, _ in self._threads):
