@@ -11,7 +11,7 @@ runtime is built with a `BatchCoordinator` in place of the continuous SnapshotCo
   cross the shuffles as control records, so exactly-once alignment works across stages;
 - a processor that saved snapshot k stops for this batch without `complete()`; one that
   completed saves its final state. Each task writes the states of its processors as one part
-  (`stage<s>-member<m>`) into the snapshot's directory and reports its tag to the driver,
+  (`stage<s>-member<m>-attempt<a>`) into the snapshot's directory and reports its tag to the driver,
   which commits snapshot k (writes its manifest) once the whole Spark job succeeded.
 
 A retried task restores the same state and reads the same bounded input, so it redoes exactly
@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from pyspark import TaskContext
 
 from jetspark.core.runtime.budget import BudgetedOutbox
 from jetspark.core.runtime.plan import JobPlan
@@ -139,7 +141,11 @@ class BatchCoordinator(SnapshotCoordinator):
         with self._lock:
             states: dict[ProcessorKey, ProcessorSnapshot] = {**self._states, **self._finals}
         spec = self.spec
-        name = f"stage{stage}-member{self._member}"
+        task = TaskContext.get()
+        attempt = task.attemptNumber() if task is not None else 0
+        # a name per attempt: a late or speculative attempt never replaces the part the
+        # driver commits (the one of the attempt whose records it collected)
+        name = f"stage{stage}-member{self._member}-attempt{attempt}"
         tag = spec.store.write_part(spec.snapshot_id, name, states)
         yield result_record(self._member, stage, SNAPSHOT, name, (tag, held_by(states)))
         budgets = [
