@@ -134,9 +134,6 @@ def test_unbounded_usage_errors_exit_2(tmp_path, capsys):
             stock.main(list(argv))
         return exit_.value.code
 
-    assert exit_code(str(tmp_path / "a"), "--duration", "1", "--engine", "spark") == 2
-    error = capsys.readouterr().err
-    assert "SparkEngine runs bounded jobs only" in error and "docs/fault_tolerance.md" in error
     assert exit_code(str(tmp_path / "a"), "--snapshots", str(tmp_path / "s")) == 2
     assert exit_code("--duration", "1", "--snapshots", str(tmp_path / "s")) == 2
     (tmp_path / "old").mkdir()
