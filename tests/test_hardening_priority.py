@@ -102,3 +102,15 @@ def test_the_trap_is_diagnosed_in_a_job_taking_snapshots() -> None:
     job = LocalEngine().new_job(trap_dag(items=200, queue_size=16), config)
     with pytest.raises(JobFailedError, match="vertex 'join', processor #0: the job is stuck"):
         job.join(timeout=20)
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(120)
+def test_the_trap_fails_a_spark_job_with_the_diagnosis_too(spark_engine: object) -> None:
+    """The stage's task drives the member runtime as LocalEngine does, stall check included."""
+    job = spark_engine.new_job(trap_dag(items=200, queue_size=16))  # type: ignore[attr-defined]
+    with pytest.raises(JobFailedError) as caught:
+        job.join(timeout=100)
+    assert "the job is stuck: it waits for edge" in str(caught.value)
+    assert caught.value.vertex_name == "join"
+    assert "at org.apache" not in str(caught.value)

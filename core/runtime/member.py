@@ -101,7 +101,13 @@ class MemberRuntime:
         self._cancel.set()
 
     def run(self) -> None:
-        """Drives the tasklets to the end on this thread, sleeping briefly when nothing moves.
+        """Drives the tasklets to the end on this thread (see `drive`)."""
+        for _ in self.drive():
+            pass
+
+    def drive(self) -> Iterator[None]:
+        """Drives the tasklets to the end, yielding after every round (a Spark task hands its
+        records on there), sleeping briefly when nothing moves.
 
         When nothing has moved for `priority.STALL_SECONDS` while a processor waits for an
         inbound edge of its current priority behind another edge's full queue (the priority
@@ -111,6 +117,7 @@ class MemberRuntime:
         rounds = self.run_iter()
         stalled_since: float | None = None
         for progress in rounds:
+            yield
             if progress:
                 backoff.reset()
                 stalled_since = None

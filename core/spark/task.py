@@ -9,7 +9,6 @@ from typing import Any
 
 from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.build import build_member
-from jetspark.core.runtime.member import Backoff
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.spark.batch import BatchCoordinator, BatchSpec
 from jetspark.core.spark.exchange import SparkExchange
@@ -51,15 +50,10 @@ class StageTask:
             runtime = build_member(
                 plan, [member], self.vertices, exchange=exchange, snapshots=batch
             )
-            backoff = Backoff()
-            for progress in runtime.run_iter():
+            for _ in runtime.drive():  # diagnoses the priority trap as LocalEngine does
                 if exchange.out:
                     yield from exchange.take_output()
                 yield from stores.result_records(member, self.stage, at_least=RESULT_BATCH)
-                if progress:
-                    backoff.reset()
-                else:
-                    backoff.idle()
         except JobFailedError as failure:
             raise task_failure(failure, _facts(failure, member)) from failure
         yield from exchange.take_output()
