@@ -43,6 +43,7 @@ from jetspark.processors.sources import (
     read_map_p,
     read_rdd_p,
 )
+from jetspark.processors.stream_sources import read_stream_p
 from jetspark.processors.transforms import (
     ContextFactory,
     filter_p,
@@ -86,6 +87,7 @@ __all__ = [
     "read_list_p",
     "read_map_p",
     "read_rdd_p",
+    "read_stream_p",
     "stream_journal_p",
     "whole_item",
     "write_buffered_p",

@@ -249,7 +249,12 @@ def _tasklet(
 
 def _source_budget(vertex: VertexPlan, snapshots: SnapshotCoordinator | None) -> int | None:
     """The items a source processor may emit in this micro-batch; None: no limit."""
-    if snapshots is None or vertex.inbound or vertex.name in snapshots.sources_read_to_the_end:
+    if (
+        snapshots is None
+        or vertex.inbound
+        or vertex.name in snapshots.sources_read_to_the_end
+        or vertex.name in snapshots.unbudgeted_sources
+    ):
         return None
     return snapshots.source_item_budget
 

@@ -59,6 +59,9 @@ class SnapshotCoordinator:
     sources_read_to_the_end: frozenset[str] = frozenset()
     """Micro-batch runs: source vertices feeding a prioritized edge; they save only when they
     complete, since a barrier cannot be aligned before the prioritized edges are done."""
+    unbudgeted_sources: frozenset[str] = frozenset()
+    """Micro-batch runs: source vertices that read all their batch's input (a Spark stream's
+    batch), with no item budget."""
 
     def __init__(
         self,

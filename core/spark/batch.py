@@ -89,6 +89,7 @@ class BatchSpec:
     """Items each source processor may emit in the batch."""
     restore: RestoreSpec | None = None
     sources_read_to_the_end: frozenset[str] = field(default_factory=frozenset)
+    unbudgeted_sources: frozenset[str] = field(default_factory=frozenset)
 
 
 class _NoStore:
@@ -116,6 +117,7 @@ class BatchCoordinator(SnapshotCoordinator):
         self.batch_snapshot_id = spec.snapshot_id
         self.source_item_budget = spec.item_budget
         self.sources_read_to_the_end = spec.sources_read_to_the_end
+        self.unbudgeted_sources = spec.unbudgeted_sources
         self._in_progress = True
         self._member = member
         self._vertices = vertices

@@ -29,6 +29,7 @@ from jetspark.core.spark.records import LIST, MAP, METRICS, RESULT
 from jetspark.core.spark.records import RDD as RDD_KIND
 from jetspark.core.spark.session import spark_context_of
 from jetspark.core.spark.shipping import ship_package
+from jetspark.core.spark.spark_streams import run_streaming_query, stream_vertex
 from jetspark.core.spark.stages import StagePlan, plan_stages
 from jetspark.core.spark.translate import Translation, translate
 from jetspark.core.spark.user_code import Shippable, UserCode
@@ -244,9 +245,15 @@ class SparkEngine:
     ) -> None:
         assert isinstance(job.snapshot_store, DirectorySnapshotStore)
         runner = MicroBatchRunner(self, job, dag, job.snapshot_store, restore_from)
+        stream = stream_vertex(dag)
         error: BaseException | None = None
         try:
-            runner.run(config)
+            if stream is None:
+                runner.run(config)
+            else:
+                name = dag.name or job.name
+                vertex, frame = stream
+                run_streaming_query(runner, config, name, vertex, frame, restore_from is not None)
         except BaseException as failure:
             error = _job_error(failure, job)
         job.mark_ended(error)

@@ -13,6 +13,7 @@ from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError, SnapshotError
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
+from jetspark.core.spark.spark_streams import stream_vertex
 
 
 def check_streaming_job(
@@ -24,7 +25,15 @@ def check_streaming_job(
 ) -> DirectorySnapshotStore | None:
     """The job's snapshot store (None without a guarantee); raises a clear error for anything
     that would fail once the batches run."""
+    stream = stream_vertex(dag)
     if config.processing_guarantee is ProcessingGuarantee.NONE:
+        if stream is not None:
+            raise DagValidationError(
+                f"vertex '{stream[0]}' reads a Spark stream (read_stream_p): its job runs as "
+                "Spark's micro-batches, whose state passes from batch to batch through "
+                "snapshots, so it needs JobConfig(processing_guarantee=EXACTLY_ONCE or "
+                "AT_LEAST_ONCE)"
+            )
         if store is not None or restore_from is not None:
             raise ValueError(
                 "snapshot_store and restore_from need a processing guarantee "

@@ -90,47 +90,72 @@ class MicroBatchRunner:
         restore_from: Snapshot | None,
     ) -> None:
         self._engine = engine
-        self._job = job
+        self.job = job
         self._dag = dag
-        self._store = store
+        self.store = store
         self._restore_from = restore_from
         self._fixed_budget = engine.batch_items is not None
         self._budget = engine.batch_items or INITIAL_ITEM_BUDGET
         self._read_to_the_end = prioritized_sources(dag)
         self.metrics = JobMetrics()
+        self.last: Snapshot | None = None
+        """The last committed snapshot (or the one the job restores)."""
+
+    def start(self) -> None:
+        """Fixes the snapshot the first batch restores (copied into the store if need be)."""
+        self.last = self._restorable(self._restore_from)
 
     def run(self, config: Any) -> None:
         """Runs batches until every processor completed; raises JobCancelledError on cancel."""
-        job = self._job
-        last = self._restorable(self._restore_from)
+        job = self.job
+        self.start()
         interval = config.snapshot_interval_millis / 1000
         while True:
             if job.cancel_event.is_set():
                 raise JobCancelledError(f"{job.name} was cancelled")
             started = time.monotonic()
-            snapshot_id = max(self._store.next_id(), (last.snapshot_id + 1) if last else 1)
-            report, last, finished = self._run_batch(config, snapshot_id, last, started)
-            self.metrics.batches.append(report)
-            job.publish_metrics(self.metrics)
-            _log.info(
-                "%s: batch %d committed: %d input items in %.2f s, state %d bytes%s",
-                job.name,
-                report.snapshot_id,
-                report.input_items,
-                report.duration_seconds,
-                report.state_bytes,
-                ", sources behind" if report.behind else "",
-            )
+            last = self.last
+            snapshot_id = max(self.store.next_id(), (last.snapshot_id + 1) if last else 1)
+            report, finished = self.run_batch(config, snapshot_id)
             if finished:
                 return
             self._adapt(report, interval)
             if not report.behind:
                 job.cancel_event.wait(max(0.0, started + interval - time.monotonic()))
 
+    def run_batch(
+        self, config: Any, snapshot_id: int, rdd_sources: dict[str, Any] | None = None
+    ) -> tuple[BatchReport, bool]:
+        """Runs one batch as a Spark job from `self.last` to snapshot `snapshot_id` and commits
+        it; returns its report and whether every processor has completed. `rdd_sources`: the
+        RDD each Spark-stream vertex reads in this batch."""
+        started = time.monotonic()
+        report, self.last, finished = self._run_batch(
+            config, snapshot_id, self.last, started, rdd_sources
+        )
+        job = self.job
+        self.metrics.batches.append(report)
+        job.publish_metrics(self.metrics)
+        _log.info(
+            "%s: batch %d committed: %d input items in %.2f s, state %d bytes%s",
+            job.name,
+            report.snapshot_id,
+            report.input_items,
+            report.duration_seconds,
+            report.state_bytes,
+            ", sources behind" if report.behind else "",
+        )
+        return report, finished
+
     def _run_batch(
-        self, config: Any, snapshot_id: int, last: Snapshot | None, started: float
+        self,
+        config: Any,
+        snapshot_id: int,
+        last: Snapshot | None,
+        started: float,
+        rdd_sources: dict[str, Any] | None,
     ) -> tuple[BatchReport, Snapshot, bool]:
-        engine, job, dag = self._engine, self._job, self._dag
+        engine, job, dag = self._engine, self.job, self._dag
         plan: JobPlan | None = None
         error: BaseException | None = None
         shipped = None
@@ -139,10 +164,11 @@ class MicroBatchRunner:
             stages = plan_stages(dag)
             spec = BatchSpec(
                 snapshot_id=snapshot_id,
-                store=self._store,
+                store=self.store,
                 item_budget=self._budget,
                 restore=_restore_spec(last, plan) if last is not None else None,
                 sources_read_to_the_end=self._read_to_the_end,
+                unbudgeted_sources=frozenset(rdd_sources or ()),
             )
             engine.context.setJobGroup(
                 job.group,
@@ -150,10 +176,10 @@ class MicroBatchRunner:
                 interruptOnCancel=True,
             )
             shipped = engine.context.broadcast(engine.stores.contents())
-            translation = translate(engine.context, dag, plan, stages, shipped, spec)
+            translation = translate(engine.context, dag, plan, stages, shipped, spec, rdd_sources)
             results = translation.final.filter(is_collected_result).collect()
             parts, facts = self._apply(results)
-            self._store.commit(
+            self.store.commit(
                 snapshot_id,
                 plan.member_count,
                 {name: v.local_parallelism for name, v in plan.vertices.items()},
@@ -167,7 +193,7 @@ class MicroBatchRunner:
                 shipped.destroy()
             if plan is not None:
                 plan.close(error)
-        committed = self._store.committed(snapshot_id)
+        committed = self.store.committed(snapshot_id)
         spent, behind, state_bytes = facts
         report = BatchReport(
             snapshot_id, spent, time.monotonic() - started, state_bytes, behind, self._budget
@@ -218,12 +244,12 @@ class MicroBatchRunner:
         if snapshot is None or (
             snapshot.parts is not None
             and snapshot.store is not None
-            and os.path.samefile(snapshot.store.directory, self._store.directory)
+            and os.path.samefile(snapshot.store.directory, self.store.directory)
         ):
             return snapshot
-        copy = replace(snapshot, snapshot_id=self._store.next_id(), parts=None, store=None)
-        self._store.save(copy)
-        return self._store.latest()
+        copy = replace(snapshot, snapshot_id=self.store.next_id(), parts=None, store=None)
+        self.store.save(copy)
+        return self.store.latest()
 
 
 def _restore_spec(snapshot: Snapshot, plan: JobPlan) -> RestoreSpec:

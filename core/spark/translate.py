@@ -48,9 +48,11 @@ def translate(
     stages: StagePlan,
     shipped: Any,
     batch: BatchSpec | None = None,
+    rdd_sources: dict[str, RDD] | None = None,
 ) -> Translation:
     """Builds the RDD lineage of the job, or of one micro-batch of it (lazily: nothing runs
-    until an action)."""
+    until an action). `rdd_sources` gives the RDD a vertex reads in this batch (a Spark
+    stream's batch), in place of a `read_rdd_p` RDD."""
     members = plan.member_count
     heir_of: dict[int, set[int]] = {}
     for stage in stages.stages:
@@ -62,7 +64,7 @@ def translate(
     sorted_stages: set[int] = set()
     edge_rank = {edge: rank for stage in stages.stages for edge, rank in stage.ranks.items()}
     for stage in stages.stages:
-        rdd_source = _rdd_source(dag, stage)
+        rdd_source = _rdd_source(dag, stage, rdd_sources or {})
         if rdd_source is not None:
             base = _member_partitions(sc, rdd_source[1], members)
         else:
@@ -89,14 +91,16 @@ def translate(
     return Translation(outputs, final, sorted_stages)
 
 
-def _rdd_source(dag: DAG, stage: Stage) -> tuple[str, RDD] | None:
-    sources = [(v, rdd) for v in stage.vertices if (rdd := rdd_source_of(dag, v)) is not None]
+def _rdd_source(dag: DAG, stage: Stage, given: dict[str, RDD]) -> tuple[str, RDD] | None:
+    sources = [
+        (v, rdd) for v in stage.vertices if (rdd := given.get(v, rdd_source_of(dag, v))) is not None
+    ]
     if not sources:
         return None
     if len(sources) > 1 or stage.inbound:
         names = ", ".join(v for v, _ in sources)
         raise DagValidationError(
-            f"read_rdd_p vertex '{sources[0][0]}' shares a Spark stage ({stage.name}) with "
+            f"RDD-reading vertex '{sources[0][0]}' shares a Spark stage ({stage.name}) with "
             f"{'another RDD source' if len(sources) > 1 else 'shuffled input'} ({names}); "
             "an RDD source's stage reads the RDD's partitions directly, so connect the vertices "
             "it shares the stage with through a distributed edge"
