@@ -13,6 +13,7 @@ continuing from the latest snapshot there:
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import signal
@@ -23,11 +24,22 @@ from typing import Any
 
 from pyspark import TaskContext
 
-from jetspark.core import DAG, DirectorySnapshotStore, JobConfig, ProcessingGuarantee
+from jetspark.core import (
+    DAG,
+    DirectorySnapshotStore,
+    JobCancelledError,
+    JobConfig,
+    ProcessingGuarantee,
+)
 from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.session import create_context
 from jetspark.edges import between
-from jetspark.processors import map_p, read_journal_p, write_file_transactional_p
+from jetspark.processors import (
+    map_p,
+    read_journal_p,
+    read_stream_p,
+    write_file_transactional_p,
+)
 
 NUMBERS = 2400
 BATCH_ITEMS = 400
@@ -85,9 +97,82 @@ def _kill_after(snapshots: str, count: int, delay: float) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+STREAM_FILES = 6
+STREAM_LINES = 40
+
+
+def stream_lines() -> list[str]:
+    """The lines the `stream-*` modes' files hold, as the sink writes them."""
+    return [f"FILE{f}-LINE{n}" for f in range(STREAM_FILES) for n in range(STREAM_LINES)]
+
+
+def _stream(work: str, context: Any, mode: str, n: int, delay_ms: int) -> None:
+    """`stream-kill`: lands STREAM_FILES files (once), runs the read_stream_p job one file per
+    Spark batch and kills this process DELAY_MS after N batches of this run committed.
+    `stream-finish`: continues the job until every line is published, then cancels it."""
+    from pyspark.sql import SparkSession
+
+    incoming = os.path.join(work, "incoming")
+    if not os.path.exists(incoming):
+        os.makedirs(incoming)
+        for f in range(STREAM_FILES):
+            staging = os.path.join(work, f".file{f}")
+            with open(staging, "w") as file:
+                file.writelines(f"file{f}-line{i}\n" for i in range(STREAM_LINES))
+            os.rename(staging, os.path.join(incoming, f"file{f}.txt"))
+    session = SparkSession(context)
+    frame = session.readStream.option("maxFilesPerTrigger", 1).text(incoming)
+    dag = DAG("landing-files")
+    source = dag.new_vertex("lines", read_stream_p(frame, map_fn=_row_value))
+    upper = dag.new_vertex("upper", map_p(str.upper))
+    sink = dag.new_vertex("sink", write_file_transactional_p(os.path.join(work, "out")))
+    dag.edge(between(source, upper).distributed())
+    dag.edge(between(upper, sink))
+    snapshots = os.path.join(work, "snapshots")
+    store = DirectorySnapshotStore(snapshots)
+    if mode == "stream-kill":
+        threading.Thread(
+            target=_kill_after, args=(snapshots, n, delay_ms / 1000), daemon=True
+        ).start()
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
+    latest = store.latest()
+    job = SparkEngine(context, members=2).new_job(
+        dag, config, snapshot_store=store, restore_from=latest
+    )
+    if mode == "stream-finish":  # the newest file: its batch publishes the last real file's
+        staging = os.path.join(work, ".sentinel")
+        with open(staging, "w") as file:
+            file.write("sentinel\n")
+        os.rename(staging, os.path.join(incoming, "sentinel.txt"))
+    deadline = time.monotonic() + 300
+    while len(_published(os.path.join(work, "out"))) < len(stream_lines()):
+        if job.status.is_terminal or time.monotonic() > deadline:
+            raise SystemExit(f"the stream stopped short, {job.status.name}")
+        time.sleep(0.1)
+    job.cancel()
+    with contextlib.suppress(JobCancelledError):
+        job.join(120)
+
+
+def _row_value(row: Any) -> str:
+    return row.value
+
+
+def _published(out: str) -> list[str]:
+    lines: list[str] = []
+    for path in glob.glob(os.path.join(out, "part-*")):
+        with open(path) as file:
+            lines += [line for line in file.read().splitlines() if line != "SENTINEL"]
+    return lines
+
+
 def main(work: str, mode: str, n: int, delay_ms: int) -> None:
     master = "local[2,3]" if mode == "retry" else "local[2]"
     context = create_context(master, "jetspark-streaming-child")
+    if mode.startswith("stream-"):
+        _stream(work, context, mode, n, delay_ms)
+        context.stop()
+        return
     engine = SparkEngine(context, members=2, batch_items=BATCH_ITEMS)
     snapshots = os.path.join(work, "snapshots")
     store = DirectorySnapshotStore(snapshots)

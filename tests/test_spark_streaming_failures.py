@@ -54,3 +54,20 @@ def test_a_driver_killed_anywhere_in_a_batch_then_run_again_commits_every_line_o
     finished = run_child(work, "finish", 0)
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert committed_lines(str(work / "out")) == EXPECTED
+
+
+def published_stream_lines(work: Path) -> list[str]:
+    return [line for line in committed_lines(str(work / "out")) if line != "SENTINEL"]
+
+
+@pytest.mark.parametrize("batches", [1, 3])
+def test_a_spark_stream_whose_driver_is_killed_between_batches_commits_every_line_once(
+    tmp_path: Path, batches: int
+) -> None:
+    """read_stream_p over files landing in a directory: Spark replays the batches its commit
+    log lacks, jetspark skips those it committed and restores the others' starting state."""
+    killed = run_child(tmp_path, "stream-kill", batches, 50)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    finished = run_child(tmp_path, "stream-finish", 0)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert published_stream_lines(tmp_path) == sorted(child.stream_lines())
