@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 from collections.abc import Callable
 
-from jetspark.core.config import JobConfig
+from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
 from jetspark.core.runtime.metrics import JobMetrics
+from jetspark.core.runtime.priority import priority_trap_warnings
 from jetspark.core.snapshot_store import SnapshotStore
+
+_log = logging.getLogger("jetspark")
 
 
 def checked_submission(dag: object, config: object) -> tuple[DAG, JobConfig]:
@@ -26,6 +30,26 @@ def checked_submission(dag: object, config: object) -> tuple[DAG, JobConfig]:
         )
     dag.validate()
     return dag, config
+
+
+def warn_at_submission(dag: DAG, config: JobConfig) -> None:
+    """Logs, once per submitted job, what the DAG's shape makes doubtful: the priority trap
+    (runtime/priority.py), and sources or sinks that cannot give the job's guarantee."""
+    for warning in priority_trap_warnings(dag):
+        _log.warning("%s", warning)
+    if config.processing_guarantee is ProcessingGuarantee.NONE:
+        return
+    for vertex in dag.vertices():
+        if getattr(vertex.meta_supplier, "replayable", True) is False:
+            kind = getattr(vertex.meta_supplier, "kind", "its processors")
+            _log.warning(
+                "vertex '%s' (%s) cannot replay or retract what passed through it: the job "
+                "runs with %s, but a restart from a snapshot loses (a source) or repeats (a "
+                "sink) the items that vertex handled since that snapshot",
+                vertex.name,
+                kind,
+                config.processing_guarantee.name,
+            )
 
 
 class JobStatus(enum.Enum):

@@ -11,7 +11,7 @@ from typing import Any
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
-from jetspark.core.job import Job, checked_submission
+from jetspark.core.job import Job, checked_submission, warn_at_submission
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.member import MemberRuntime
@@ -74,6 +74,7 @@ class LocalEngine:
         been taken with another member count or parallelism. `job.restart()` does both for you.
         """
         dag, config = checked_submission(dag, config)
+        warn_at_submission(dag, config)
         if restore_from is not None and not isinstance(restore_from, Snapshot):
             raise TypeError(
                 f"restore_from takes a Snapshot (store.latest()), got {type(restore_from).__name__}"

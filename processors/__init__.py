@@ -43,7 +43,7 @@ from jetspark.processors.sources import (
     read_map_p,
     read_rdd_p,
 )
-from jetspark.processors.stream_sources import read_stream_p
+from jetspark.processors.stream_sources import read_stream_p, stream_socket_p, write_socket_p
 from jetspark.processors.transforms import (
     ContextFactory,
     filter_p,
@@ -89,6 +89,7 @@ __all__ = [
     "read_rdd_p",
     "read_stream_p",
     "stream_journal_p",
+    "stream_socket_p",
     "whole_item",
     "write_buffered_p",
     "write_file_p",
@@ -97,4 +98,5 @@ __all__ = [
     "write_logger_p",
     "write_map_p",
     "write_rdd_p",
+    "write_socket_p",
 ]

@@ -1,4 +1,5 @@
-"""Streams from outside the job: Spark's Structured Streaming sources through `read_stream_p`.
+"""Streams from outside the job: Spark's Structured Streaming sources through `read_stream_p`,
+and Jet's line-based socket connectors (manual §5.8), `stream_socket_p` and `write_socket_p`.
 
 A `read_stream_p(streaming_df)` vertex makes its job run as Spark's streaming engine delivers
 micro-batches (SparkEngine with a processing guarantee, `core/spark/spark_streams.py`): Spark
@@ -10,13 +11,17 @@ emit the rows of the current Spark batch that their task received (`pyspark.sql.
 
 from __future__ import annotations
 
+import codecs
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
+from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
 from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.processors.functions import drain
 
 _NOTHING = object()
 
@@ -96,3 +101,146 @@ def read_stream_p(
     if map_fn is not None and not callable(map_fn):
         raise TypeError(f"map_fn must be callable, got {type(map_fn).__name__}")
     return ReadStreamMetaSupplier(streaming_df, map_fn)
+
+
+class StreamSocketP(AbstractProcessor):
+    """Connects to `host:port` as a client and emits each line it receives (decoded with
+    `charset`, the line break removed); completes when the server closes the connection,
+    after the last, possibly unterminated, line. Non-cooperative (blocking reads)."""
+
+    def __init__(self, host: str, port: int, charset: str) -> None:
+        super().__init__()
+        self._address = (host, port)
+        self._charset = charset
+        self._socket: socket.socket | None = None
+        self._decoder = codecs.getincrementaldecoder(charset)()
+        self._partial = ""
+        self._lines: list[str] = []
+        self._closed = False
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._socket = _connect(self._address, context.vertex_name)
+        self._socket.settimeout(_READ_TIMEOUT_SECONDS)
+
+    def complete(self) -> bool:
+        while self._lines:
+            if not self.try_emit(self._lines[0]):
+                return False
+            del self._lines[0]
+        if self._closed:
+            return True
+        assert self._socket is not None
+        try:
+            data = self._socket.recv(_RECEIVE_BYTES)
+        except TimeoutError:
+            return False  # nothing now: called again
+        if not data:
+            self._closed = True
+            text = self._partial + self._decoder.decode(b"", final=True)
+            self._lines = [text] if text else []
+            self._partial = ""
+            return False
+        lines = (self._partial + self._decoder.decode(data)).split("\n")
+        self._partial = lines.pop()
+        self._lines = [line.removesuffix("\r") for line in lines]
+        return False
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+
+class WriteSocketP(AbstractProcessor):
+    """Connects to `host:port` as a client and writes `to_string(item)` as a line per item;
+    closes the connection when the job ends. Non-cooperative (blocking writes)."""
+
+    def __init__(self, host: str, port: int, to_string: Callable[[Any], str], charset: str):
+        super().__init__()
+        self._address = (host, port)
+        self._to_string = to_string
+        self._charset = charset
+        self._socket: socket.socket | None = None
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._socket = _connect(self._address, context.vertex_name)
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        assert self._socket is not None
+        to_string = self._to_string
+        lines = "".join(to_string(item) + "\n" for item in drain(inbox))
+        self._socket.sendall(lines.encode(self._charset))
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+
+_READ_TIMEOUT_SECONDS = 0.05
+_RECEIVE_BYTES = 1 << 16
+_CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+def _connect(address: tuple[str, int], vertex: str) -> socket.socket:
+    try:
+        return socket.create_connection(address, timeout=_CONNECT_TIMEOUT_SECONDS)
+    except OSError as error:
+        raise ConnectionError(
+            f"vertex '{vertex}': cannot connect to {address[0]}:{address[1]}: "
+            f"{error.strerror or error}"
+        ) from error
+
+
+class SocketMetaSupplier(ProcessorMetaSupplier):
+    """The supplier of the socket connectors; `replayable` False makes a job with a
+    processing guarantee warn at submit time (docs/fault_tolerance.md)."""
+
+    replayable = False
+
+    def __init__(self, make: Callable[[], AbstractProcessor], kind: str) -> None:
+        self._make = make
+        self.kind = kind
+
+    def get(self, member_indexes: Sequence[int]) -> Callable[[int], ProcessorSupplier]:
+        """The same supplier on every member: each processor opens its own connection."""
+        supplier = ProcessorSupplier.of(self._make)
+        return lambda member_index: supplier
+
+
+def _check_address(host: Any, port: Any, charset: str) -> None:
+    if not isinstance(host, str) or not host:
+        raise TypeError(f"host must be a non-empty str, got {host!r}")
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        raise ValueError(f"port must be an int from 1 to 65535, got {port!r}")
+    codecs.lookup(charset)
+
+
+def stream_socket_p(host: str, port: int, charset: str = "utf-8") -> SocketMetaSupplier:
+    """Jet's `streamSocket`: each processor connects to `host:port` and emits the lines it
+    receives until the server closes the connection. Not replayable: a restart loses what the
+    server sent before it (at-most-once whatever the job's guarantee)."""
+    _check_address(host, port, charset)
+    return SocketMetaSupplier(lambda: StreamSocketP(host, port, charset), "stream_socket_p")
+
+
+def write_socket_p(
+    host: str, port: int, to_string: Callable[[Any], str] = str, charset: str = "utf-8"
+) -> SocketMetaSupplier:
+    """Jet's `writeSocket`: each processor connects to `host:port` and writes one line per
+    item. Not transactional: after a restart from a snapshot, lines written since it are
+    written again (at-least-once)."""
+    _check_address(host, port, charset)
+    if not callable(to_string):
+        raise TypeError(f"to_string must be callable, got {type(to_string).__name__}")
+    return SocketMetaSupplier(
+        lambda: WriteSocketP(host, port, to_string, charset), "write_socket_p"
+    )

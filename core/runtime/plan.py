@@ -19,7 +19,6 @@ from jetspark.core.context import ProcessorMetaSupplierContext
 from jetspark.core.dag import DAG, Vertex
 from jetspark.core.errors import DagValidationError, JobFailedError
 from jetspark.core.runtime.closing import CloseStep, close_all
-from jetspark.core.runtime.priority import priority_trap_warnings
 from jetspark.edges.edge import Edge
 from jetspark.edges.policy import RoutingPolicy
 from jetspark.edges.routing import Channel, Router, make_router, partition_table, target_processors
@@ -166,8 +165,6 @@ def plan_job(
     `default_local_parallelism`. `seed` drives the all-to-one choices (None: random).
     """
     dag.validate()
-    for warning in priority_trap_warnings(dag):
-        _log.warning("%s", warning)
     if member_count < 1 or default_local_parallelism < 1:
         raise ValueError(
             f"member_count ({member_count}) and default_local_parallelism "

@@ -15,7 +15,7 @@ from pyspark.core.broadcast import Broadcast
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError
-from jetspark.core.job import Job, checked_submission
+from jetspark.core.job import Job, checked_submission, warn_at_submission
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.serialization import decode_batch
@@ -180,6 +180,7 @@ class SparkEngine:
         `store.latest()`) continues a job from a snapshot, at any member count.
         """
         dag, config = checked_submission(dag, config)
+        warn_at_submission(dag, config)
         if self.context._jsc is None:
             raise JobFailedError(
                 "the SparkEngine's SparkContext has been stopped: create a new SparkEngine on a "
