@@ -6,9 +6,9 @@
   shuffle, then a partitioned count) whose last stage is slow; while that stage runs, this
   driver kills one executor's JVM with SIGKILL, once. Spark re-runs the lost map outputs and
   tasks; prints the counts and whether an executor was killed.
-- `cancel N` / `finish`: the exactly-once two-stage job of spark_streaming_child.py with its
-  snapshots in WORK/snapshots, cancelled once N batches of this run are committed, or run to
-  the end; prints the batches run.
+- `unbounded N`: the unbounded sliding-window job of test_streaming_conformance.py (an endless
+  journal, exactly-once into transactional files in WORK/out), continuing from the snapshots in
+  WORK/snapshots, cancelled once N batches of this run are committed; prints the batches run.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import threading
 import time
 from typing import Any
 
-import spark_streaming_child as streaming
 from pyspark import SparkContext
+from test_streaming_conformance import unbounded_windows_dag
 
 from jetspark.core import DAG, DirectorySnapshotStore, JobCancelledError, JobConfig
 from jetspark.core import ProcessingGuarantee as Guarantee
@@ -112,15 +112,14 @@ def main(master: str, work: str, mode: str, n: int) -> None:
         job.join(600)
         print(json.dumps({"counts": sorted(engine.get_map("counts").items()), "killed": killed}))
     else:
-        engine = SparkEngine(context, members=3, batch_items=streaming.BATCH_ITEMS)
+        engine = SparkEngine(context, members=3, batch_items=200)
         store = DirectorySnapshotStore(os.path.join(work, "snapshots"))
         config = JobConfig(processing_guarantee=Guarantee.EXACTLY_ONCE)
-        dag = streaming.two_stage_dag(os.path.join(work, "out"), _identity, _identity)
+        dag = unbounded_windows_dag(os.path.join(work, "out"))
         job = engine.new_job(dag, config, snapshot_store=store, restore_from=store.latest())
-        if mode == "cancel":
-            while len(job.metrics.batches) < n and not job.status.is_terminal:
-                time.sleep(0.05)
-            job.cancel()
+        while len(job.metrics.batches) < n and not job.status.is_terminal:
+            time.sleep(0.05)
+        job.cancel()
         with contextlib.suppress(JobCancelledError):
             job.join(600)
         print(json.dumps({"batches": len(job.metrics.batches), "status": job.status.name}))

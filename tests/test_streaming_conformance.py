@@ -220,7 +220,7 @@ def _window_line(result: Any) -> str:
     return f"{result.start} {result.end} {result.key} {result.value}"
 
 
-def _expected_window(start: int, end: int, key: str) -> int:
+def expected_window(start: int, end: int, key: str) -> int:
     return sum(1 for offset in range(max(0, start * 4), end * 4) if _trade(offset)[1] == key)
 
 
@@ -247,7 +247,7 @@ def test_an_unbounded_job_continues_from_its_snapshot_and_commits_exact_windows(
     for line in jobs.committed_lines(out):
         start, end, key, count = line.split()
         committed[(int(start), int(end), key)] += 1
-        assert int(count) == _expected_window(int(start), int(end), key), line
+        assert int(count) == expected_window(int(start), int(end), key), line
     assert committed and max(committed.values()) == 1  # each window committed once
     assert store.latest() is not None and store.latest().snapshot_id >= 4
 

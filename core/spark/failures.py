@@ -17,6 +17,7 @@ import traceback
 from typing import Any
 
 from py4j.protocol import Py4JError
+from pyspark.errors.exceptions.captured import CapturedException
 
 from jetspark.core.errors import JobFailedError
 
@@ -143,10 +144,10 @@ def _by_value_hint(message: str) -> str:
 def spark_job_error(
     failure: BaseException, job_name: str, modules_used: dict[str, set[str]], worker_python: str
 ) -> JobFailedError:
-    """The JobFailedError of a Spark job that failed with `failure` (a Py4J error, or an error
-    raised on the driver): a processor's failure as the task reported it, a module the
-    executors could not import (`missing_module_advice`), else the failure in Python terms.
-    Never a JVM stack."""
+    """The JobFailedError of a Spark job that failed with `failure` (a Py4J error or pyspark's
+    captured exception, or an error raised on the driver): a processor's failure as the task
+    reported it, a module the executors could not import (`missing_module_advice`), else the
+    failure in Python terms. Never a JVM stack."""
     error_text = str(failure)
     facts = failure_facts(error_text)
     if facts is not None:
@@ -157,7 +158,9 @@ def spark_job_error(
             processor_index=facts["processor_index"],
             callback=facts["callback"],
         )
-    if not isinstance(failure, Py4JError):  # raised on the driver
+    # Spark's errors come as Py4J errors, or, once Spark SQL is in use in the process (its
+    # handler converts them), as pyspark's captured exceptions
+    if not isinstance(failure, (Py4JError, CapturedException)):  # raised on the driver
         return JobFailedError(f"{job_name} failed on Spark: {type(failure).__name__}: {failure}")
     module = missing_module(error_text)
     if module is not None:
