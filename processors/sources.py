@@ -19,6 +19,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
@@ -126,6 +127,18 @@ class SourceP(AbstractProcessor):
 
 
 @dataclass(frozen=True)
+class SourceFn:
+    """The processor factory of a source vertex, declaring the engine's named stores it reads
+    (`("list", name)` or `("map", name)` pairs): SparkEngine ships only those into the job."""
+
+    make: Callable[[], Processor]
+    store_reads: tuple[tuple[str, str], ...] = ()
+
+    def __call__(self) -> Processor:
+        return self.make()
+
+
+@dataclass(frozen=True)
 class _ListSlice:
     """This processor's contiguous run of the named list's items."""
 
@@ -159,14 +172,14 @@ class _MapSlice:
 
 def read_list_p(name: str) -> ProcessorFn:
     """Emits the items of the engine's named list, split into contiguous runs among processors."""
-    return lambda: SourceP(_ListSlice(name))
+    return SourceFn(partial(SourceP, _ListSlice(name)), (("list", name),))
 
 
 def read_map_p(name: str) -> ProcessorFn:
     """Emits the `(key, value)` entries of the engine's named map; each member reads only the
     partitions it owns, split among its processors as a partitioned edge would route them.
     """
-    return lambda: SourceP(_MapSlice(name))
+    return SourceFn(partial(SourceP, _MapSlice(name)), (("map", name),))
 
 
 def _line(filename: str, line: str) -> str:
@@ -356,7 +369,7 @@ def read_files_p(
     if min_split_bytes < 1:
         raise ValueError(f"min_split_bytes must be at least 1, got {min_split_bytes}")
     shares = _FileShares(directory, glob, charset, shared_file_system, min_split_bytes)
-    return lambda: ReadFilesP(shares, map_fn)
+    return SourceFn(partial(ReadFilesP, shares, map_fn))
 
 
 @dataclass(frozen=True)
@@ -395,6 +408,8 @@ class GenerateMetaSupplier(ProcessorMetaSupplier):
     and local parallelism, and gives each member a supplier for its global processor indexes.
     """
 
+    store_reads = ()
+
     def __init__(self, count: int, map_fn: Callable[[int], Any]) -> None:
         self.count = count
         self.map_fn = map_fn
@@ -425,6 +440,8 @@ class ReadRddMetaSupplier(ProcessorMetaSupplier):
     itself stays on the driver (it is dropped when the supplier is pickled into tasks). On
     LocalEngine the RDD is read through `toLocalIterator()` by processor 0.
     """
+
+    store_reads = ()
 
     def __init__(self, rdd: Any) -> None:
         self.source_rdd = rdd

@@ -19,6 +19,7 @@ member; tf-idf groups the term frequencies of each word, cluster-wide, by word.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 
 from jetspark.core.dag import DAG
 from jetspark.edges import between, from_
@@ -34,6 +35,7 @@ from jetspark.processors import (
     write_map_p,
 )
 from jetspark.processors.aggregate import counting
+from jetspark.processors.sources import SourceFn
 from jetspark.processors.tfidf.processors import (
     DocLines,
     StopwordsP,
@@ -63,7 +65,7 @@ def build_dag(docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASC
     stopword_set = frozenset(stopwords)
     dag = DAG("tf-idf")
     stopword_source = dag.new_vertex(
-        "stopword-source", lambda: StopwordsP(stopword_set), local_parallelism=1
+        "stopword-source", SourceFn(partial(StopwordsP, stopword_set)), local_parallelism=1
     )
     doc_source = dag.new_vertex("doc-source", read_map_p(DOCID_NAME))
     doc_count = dag.new_vertex("doc-count", aggregate_p(counting()), local_parallelism=1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ from jetspark.processors.tfidf.corpus import open_document
 from jetspark.processors.tfidf.tokenize import ASCII, Tokenizer
 
 DocLine = tuple[int, str]
-"""(doc id, line): what doc-lines emits."""
+"""(doc id, text of whole words): what doc-lines emits."""
 TfEntry = tuple[tuple[int, str], int]
 """((doc id, word), term frequency): what tf emits."""
 IndexEntry = tuple[str, list[tuple[int, float]]]
@@ -161,29 +162,57 @@ def processor_logger(context: Context) -> logging.Logger:
     return context.logger
 
 
-def _document_lines(logger: logging.Logger, root: str, name: str) -> Iterator[str]:
-    """The lines of a document, without line ends; a file that fails to read is logged and ends
-    early, so one bad file (deleted or made unreadable after the corpus was listed) does not
-    fail the job.
+PIECE_CHARS = 1 << 16
+"""How much of a document is read at a time: a piece is at most about twice this long."""
+_LAST_NON_WORD = re.compile(r"\W(?=\w*\Z)")
+
+
+def _cut(text: str) -> int:
+    """Where `text` may be cut without splitting a word: just after its last line break, else
+    its last space, else its last other non-word character; 0 when it has none."""
+    for mark in ("\n", " "):
+        at = text.rfind(mark)
+        if at >= 0:
+            return at + 1
+    match = _LAST_NON_WORD.search(text)
+    return match.end() if match else 0
+
+
+def _document_pieces(logger: logging.Logger, root: str, name: str) -> Iterator[str]:
+    """The text of a document in pieces of whole words, about PIECE_CHARS each, so that memory
+    stays bounded even for a document that is one long line (only a single word longer than a
+    piece is read whole). A piece ends after a line break where there is one, so pieces are
+    usually whole lines. A file that fails to read is logged and ends early, so one bad file
+    (deleted or made unreadable after the corpus was listed) does not fail the job.
     """
+    pending: list[str] = []  # text read since the last cut, which holds no place to cut
     try:
         with open_document(os.path.join(root, name)) as file:
-            for line in file:
-                yield line.rstrip("\n")
+            while chunk := file.read(PIECE_CHARS):
+                cut = _cut(chunk)
+                if cut == 0:
+                    pending.append(chunk)
+                    continue
+                pending.append(chunk[:cut])
+                yield "".join(pending)
+                pending = [chunk[cut:]]
     except OSError as error:
         logger.warning("document %r could not be read, indexed as read so far: %s", name, error)
+    if rest := "".join(pending):
+        yield rest
 
 
 @dataclass(frozen=True)
 class DocLines:
-    """doc-lines: `(doc id, name)` -> `(doc id, line)` for every line of the document."""
+    """doc-lines: `(doc id, name)` -> `(doc id, text)` for each piece of the document: whole
+    lines, up to about PIECE_CHARS at a time, a longer line cut between words."""
 
     root: str
 
     def __call__(self, logger: logging.Logger, doc: tuple[int, str]) -> Iterator[DocLine]:
         doc_id, name = doc
-        for line in _document_lines(logger, self.root, name):
-            yield doc_id, line
+        for piece in _document_pieces(logger, self.root, name):
+            yield doc_id, piece
 
 
 @dataclass(frozen=True)
@@ -196,6 +225,6 @@ class DocWords:
     def __call__(self, logger: logging.Logger, doc: tuple[int, str]) -> set[str]:
         tokenizer = Tokenizer(self.kind)
         words: set[str] = set()
-        for line in _document_lines(logger, self.root, doc[1]):
-            words.update(tokenizer.words(line))
+        for piece in _document_pieces(logger, self.root, doc[1]):
+            words.update(tokenizer.words(piece))
         return words
