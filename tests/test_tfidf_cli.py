@@ -126,7 +126,7 @@ def test_a_foreign_index_file_exits_2(tmp_path, capsys):
 def test_the_default_index_path_is_in_the_working_directory(books, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert run(capsys, "tfidf", str(books), "--engine", "local")[0] == 0
-    assert (tmp_path / "jetspark-index.msgpack").is_file()
+    assert (tmp_path / "jetspark-index" / "MANIFEST.msgpack").is_file()  # partitioned
     code, out, _ = run(capsys, "search", "spark data")
     assert code == 0 and out.split()[1:] == ["spark.txt"]
 

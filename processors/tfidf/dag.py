@@ -8,7 +8,8 @@
     stopword-source (StopwordsP) --local broadcast, priority -1--> tokenize:0
     tokenize --local partitioned by (doc id, word)--> tf (aggregate_by_key_p counting)
         --distributed partitioned by word (MurmurHash3)--> tf-idf:1 (TfIdfP)
-        --> sink (write_map_p INVERTED_INDEX: word -> [(doc id, score), ...])
+        --local partitioned by word--> sink (write_map_p INVERTED_INDEX: word -> [(doc id,
+        score), ...], or the part files of a partitioned index)
 
 doc-count sees every document on every member (distributed broadcast in, one processor per
 member) and hands D to the member's tf-idf processors (local broadcast out). tf needs only local
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 from jetspark.core.dag import DAG
 from jetspark.edges import between, from_
@@ -29,6 +31,7 @@ from jetspark.processors import (
     aggregate_by_key_p,
     aggregate_p,
     entry,
+    entry_key,
     flat_map_using_context_p,
     read_map_p,
     whole_item,
@@ -60,8 +63,14 @@ def word_of(tf_entry: TfEntry) -> str:
     return tf_entry[0][1]
 
 
-def build_dag(docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASCII) -> DAG:
-    """The TF-IDF DAG over the documents named in the DOCID_NAME map, files under `docs_dir`."""
+def build_dag(
+    docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASCII, sink: Any = None
+) -> DAG:
+    """The TF-IDF DAG over the documents named in the DOCID_NAME map, files under `docs_dir`.
+
+    `sink` supplies the sink vertex (default: `write_map_p(INVERTED_INDEX)`); its edge from
+    tf-idf is partitioned by word, so a word partition stays on one sink processor.
+    """
     stopword_set = frozenset(stopwords)
     dag = DAG("tf-idf")
     stopword_source = dag.new_vertex(
@@ -75,7 +84,7 @@ def build_dag(docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASC
     tokenize = dag.new_vertex("tokenize", lambda: TokenizeP(tokenizer))
     tf = dag.new_vertex("tf", aggregate_by_key_p([whole_item], counting(), entry))
     tf_idf = dag.new_vertex("tf-idf", TfIdfP)
-    sink = dag.new_vertex("sink", write_map_p(INVERTED_INDEX))
+    sink = dag.new_vertex("sink", sink or write_map_p(INVERTED_INDEX))
     dag.edge(between(stopword_source, tokenize).broadcast().priority(-1))
     dag.edge(from_(doc_lines).to(tokenize, 1))
     dag.edge(between(doc_source, doc_count).distributed().broadcast())
@@ -83,5 +92,5 @@ def build_dag(docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASC
     dag.edge(between(tokenize, tf).partitioned(whole_item, HASH_CODE))
     dag.edge(between(doc_count, tf_idf).broadcast().priority(-1))
     dag.edge(from_(tf).to(tf_idf, 1).distributed().partitioned(word_of))
-    dag.edge(between(tf_idf, sink))
+    dag.edge(between(tf_idf, sink).partitioned(entry_key))
     return dag

@@ -5,6 +5,7 @@ maps live as long as the engine, and SparkEngine ships every non-empty one into 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -14,6 +15,15 @@ from jetspark.core.job import Job
 from jetspark.processors.tfidf.corpus import Corpus
 from jetspark.processors.tfidf.dag import DOCID_NAME, INVERTED_INDEX, build_dag
 from jetspark.processors.tfidf.index import TfIdfIndex
+from jetspark.processors.tfidf.parts import (
+    PART_STATS,
+    PartitionedIndex,
+    WriteIndexParts,
+    is_single_file,
+    manifest_of,
+    publish,
+    staging_directory,
+)
 from jetspark.processors.tfidf.tokenize import ASCII
 
 
@@ -67,3 +77,34 @@ def build_index(
     dag = build_dag(str(corpus.root), stopword_set, tokenizer)
     words = run_over_corpus(engine, corpus, dag, INVERTED_INDEX, wait)
     return TfIdfIndex(corpus.documents, words, stopword_set, tokenizer, str(corpus.root))
+
+
+def write_index(
+    engine: Engine,
+    corpus: Corpus,
+    path: str,
+    stopwords: Iterable[str] = (),
+    tokenizer: str = ASCII,
+    wait: Wait = join,
+) -> TfIdfIndex | PartitionedIndex:
+    """Builds the index of `corpus` and saves it at `path`: a partitioned index directory whose
+    parts the job's tasks write (nothing passes through the driver), or, for a path ending in
+    `.msgpack`, the single file (the postings come back to the driver: small corpora only)."""
+    stopword_set = frozenset(stopwords)
+    if is_single_file(path):
+        index = build_index(engine, corpus, stopword_set, tokenizer, wait)
+        index.save(path)
+        return index
+    staging = staging_directory(path)
+    try:
+        dag = build_dag(str(corpus.root), stopword_set, tokenizer, WriteIndexParts(staging))
+        stats = run_over_corpus(engine, corpus, dag, PART_STATS, wait)
+        partitions = JobConfig().partition_count
+        manifest = manifest_of(
+            corpus.documents, stopword_set, tokenizer, str(corpus.root), partitions, stats
+        )
+        publish(staging, path, manifest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return PartitionedIndex.load(path)

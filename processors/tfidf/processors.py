@@ -89,12 +89,12 @@ class TokenizeP(AbstractProcessor):
 class TfIdfP(AbstractProcessor):
     """tf-idf: ordinal 0 is the document count D, ordinal 1 `((doc id, word), tf)` entries.
 
-    On completion emits `(word, [(doc id, tf * idf), ...])` per word, with idf = log(D / DF)
-    (natural log; DF = the number of documents containing the word). A word in every document
-    has idf 0: it is kept, with scores 0.0, as the manual's sample does. Each word's documents
-    and term frequencies are kept as two lists of ints rather than a list of pairs: ints are not
-    tracked by the garbage collector, millions of pairs would be, and every full collection
-    would scan them.
+    On completion emits `(word, [(doc id, tf * idf), ...])` per word, in word order, with
+    idf = log(D / DF) (natural log; DF = the number of documents containing the word). A word
+    in every document has idf 0: it is kept, with scores 0.0, as the manual's sample does. Each
+    word's documents and term frequencies are kept as two lists of ints rather than a list of
+    pairs: ints are not tracked by the garbage collector, millions of pairs would be, and every
+    full collection would scan them.
     Snapshot: the document count under a broadcast key, each word's two lists under the word
     (the partitioning key of ordinal 1).
     """
@@ -126,13 +126,12 @@ class TfIdfP(AbstractProcessor):
                 "ordinal 0 with a lower priority number than tf's edge"
             )
         if self._inverted_index is None:
-            self._inverted_index = traverse_iterable(
-                map(self._to_index_entry, self._doc_ids_tfs.items())
-            )
+            words = sorted(self._doc_ids_tfs)
+            self._inverted_index = traverse_iterable(map(self._to_index_entry, words))
         return self.emit_from_traverser(self._inverted_index)
 
-    def _to_index_entry(self, entry: tuple[str, tuple[list[int], list[int]]]) -> IndexEntry:
-        word, (doc_ids, tfs) = entry
+    def _to_index_entry(self, word: str) -> IndexEntry:
+        doc_ids, tfs = self._doc_ids_tfs[word]
         assert self._document_count is not None
         idf = math.log(self._document_count) - math.log(len(doc_ids))
         return word, list(zip(doc_ids, [tf * idf for tf in tfs], strict=True))
