@@ -307,20 +307,26 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
     corpus = _corpus(args)
     with EngineSession.of(args, spark) as session:
         if stopwords is None:
-            stopwords = _derived_stopwords(session, corpus, args)
-            _say(f"  {len(stopwords):,} stopwords")
+            derived = f"words in more than {args.stopword_threshold:.0%} of the documents"
+            _say(f"deriving the stopwords in the index job: {derived}")
         else:
             _say(f"using {len(stopwords):,} stopwords from {args.stopwords}")
         _say(f"building the index on {session.description} into {index_path} ...")
         job_started = time.monotonic()
         index = write_index(
-            session.engine, corpus, index_path, stopwords, args.tokenizer, session.wait
+            session.engine,
+            corpus,
+            index_path,
+            stopwords,
+            args.tokenizer,
+            session.wait,
+            args.stopword_threshold,
         )
         job_seconds = time.monotonic() - job_started
     if args.tsv:
         index.write_tsv(args.tsv)
     print(f"documents:      {len(corpus.documents):,} ({corpus.empty:,} empty)")
-    print(f"distinct words: {index.word_count:,} ({len(stopwords):,} stopwords left out)")
+    print(f"distinct words: {index.word_count:,} ({len(index.stopwords):,} stopwords left out)")
     print(f"postings:       {index.posting_count:,}")
     print(f"elapsed:        {time.monotonic() - started:.1f} s (index job {job_seconds:.1f} s)")
     print(f"index:          {index_path}")

@@ -41,7 +41,7 @@ def test_tfidf_then_search_on_the_local_engine(books, tmp_path, capsys):
     )
     assert code == 0, err
     assert f"reading 4 documents (0.0 MB) from {books}" in err
-    assert "deriving stopwords on the local engine (1 member)" in err
+    assert "deriving the stopwords in the index job" in err
     assert "documents:      4 (0 empty)" in out
     assert f"index:          {index}" in out and "elapsed:" in out and "distinct words:" in out
     assert "jet\tjet.txt\t" in tsv.read_text()

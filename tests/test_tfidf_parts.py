@@ -16,6 +16,7 @@ from jetspark.partitioning import partition_id
 from jetspark.processors.tfidf import (
     PartitionedIndex,
     TfIdfIndex,
+    derive_stopwords,
     open_index,
     scan_corpus,
     search,
@@ -118,3 +119,24 @@ def test_spark_tasks_write_the_same_index_as_local_engine(books, tmp_path, capsy
     assert spark_tsv.read_text() == local_tsv.read_text()
     code, out, _ = run(capsys, "search", "stream events", "--index", str(tmp_path / "spark"))
     assert out.split()[1:] == ["stream/events.txt"]
+
+
+@pytest.mark.parametrize("name", ["single.msgpack", "partitioned"])
+@pytest.mark.parametrize("threshold", [0.5, 0.2])
+def test_stopwords_derived_in_the_index_job_equal_the_derivation_job(
+    books, tmp_path, name, threshold
+):
+    corpus = scan_corpus(books)
+    derived = derive_stopwords(LocalEngine(), corpus, threshold)
+    assert derived  # the threshold leaves some words out
+    two_jobs = tmp_path / f"two-{name}"
+    one_job = tmp_path / f"one-{name}"
+    write_index(LocalEngine(members=2), corpus, str(two_jobs), derived)
+    index = write_index(
+        LocalEngine(members=2), corpus, str(one_job), None, stopword_threshold=threshold
+    )
+    assert index.stopwords == derived
+    open_index(two_jobs).write_tsv(tmp_path / "two.tsv")
+    open_index(one_job).write_tsv(tmp_path / "one.tsv")
+    assert (tmp_path / "one.tsv").read_text() == (tmp_path / "two.tsv").read_text()
+    assert open_index(one_job).stopwords == derived

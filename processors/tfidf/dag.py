@@ -53,6 +53,8 @@ DOCID_NAME = "docId_name"
 """The engine map doc-source reads: doc id -> document name (relative to the corpus root)."""
 INVERTED_INDEX = "inverted-index"
 """The engine map the sink fills: word -> [(doc id, TF-IDF score), ...]."""
+DERIVED_STOPWORDS = "tfidf-derived-stopwords"
+"""The engine map the stopword sink fills when tf-idf derives them: word -> document frequency."""
 
 FILE_READER = ContextFactory(processor_logger).non_cooperative()
 """The context of the document readers: the processor's logger; blocking reads, own thread."""
@@ -64,12 +66,19 @@ def word_of(tf_entry: TfEntry) -> str:
 
 
 def build_dag(
-    docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASCII, sink: Any = None
+    docs_dir: str,
+    stopwords: Iterable[str] = (),
+    tokenizer: str = ASCII,
+    sink: Any = None,
+    stopword_fraction: float | None = None,
 ) -> DAG:
     """The TF-IDF DAG over the documents named in the DOCID_NAME map, files under `docs_dir`.
 
     `sink` supplies the sink vertex (default: `write_map_p(INVERTED_INDEX)`); its edge from
-    tf-idf is partitioned by word, so a word partition stays on one sink processor.
+    tf-idf is partitioned by word, so a word partition stays on one sink processor. With
+    `stopword_fraction`, tf-idf also derives the stopwords (words in more than that fraction of
+    the documents), leaves them out, and a second sink puts them into the DERIVED_STOPWORDS map
+    (word -> document frequency).
     """
     stopword_set = frozenset(stopwords)
     dag = DAG("tf-idf")
@@ -83,7 +92,7 @@ def build_dag(
     )
     tokenize = dag.new_vertex("tokenize", lambda: TokenizeP(tokenizer))
     tf = dag.new_vertex("tf", aggregate_by_key_p([whole_item], counting(), entry))
-    tf_idf = dag.new_vertex("tf-idf", TfIdfP)
+    tf_idf = dag.new_vertex("tf-idf", partial(TfIdfP, stopword_fraction))
     sink = dag.new_vertex("sink", sink or write_map_p(INVERTED_INDEX))
     dag.edge(between(stopword_source, tokenize).broadcast().priority(-1))
     dag.edge(from_(doc_lines).to(tokenize, 1))
@@ -93,4 +102,7 @@ def build_dag(
     dag.edge(between(doc_count, tf_idf).broadcast().priority(-1))
     dag.edge(from_(tf).to(tf_idf, 1).distributed().partitioned(word_of))
     dag.edge(between(tf_idf, sink).partitioned(entry_key))
+    if stopword_fraction is not None:
+        stopword_sink = dag.new_vertex("stopword-sink", write_map_p(DERIVED_STOPWORDS), 1)
+        dag.edge(from_(tf_idf, 1).to(stopword_sink))
     return dag

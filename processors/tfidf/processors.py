@@ -95,11 +95,17 @@ class TfIdfP(AbstractProcessor):
     word's documents and term frequencies are kept as two lists of ints rather than a list of
     pairs: ints are not tracked by the garbage collector, millions of pairs would be, and every
     full collection would scan them.
+    With `stopword_fraction` f, a word in more than f * D documents is a derived stopword: it
+    is left out of the index and emitted as `(word, DF)` on outbound ordinal 1 instead (the
+    index entries go to ordinal 0). As IDF depends only on D and the word's own DF, this equals
+    removing the same stopwords before tokenizing, without a job of its own to find them.
     Snapshot: the document count under a broadcast key, each word's two lists under the word
     (the partitioning key of ordinal 1).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stopword_fraction: float | None = None) -> None:
+        self._stopword_fraction = stopword_fraction
+        self._stopwords: list[tuple[str, int]] = []
         self._document_count: int | None = None
         self._doc_ids_tfs: dict[str, tuple[list[int], list[int]]] = {}
         self._inverted_index: Traverser | None = None
@@ -127,8 +133,27 @@ class TfIdfP(AbstractProcessor):
             )
         if self._inverted_index is None:
             words = sorted(self._doc_ids_tfs)
+            if self._stopword_fraction is not None:
+                words = self._without_stopwords(words)
             self._inverted_index = traverse_iterable(map(self._to_index_entry, words))
-        return self.emit_from_traverser(self._inverted_index)
+        if self._stopword_fraction is None:
+            return self.emit_from_traverser(self._inverted_index)
+        return self.emit_from_traverser(self._inverted_index, 0) and self.emit_from_traverser(
+            self._stopwords, 1
+        )
+
+    def _without_stopwords(self, words: list[str]) -> list[str]:
+        """`words` less the derived stopwords, which are kept in `_stopwords` with their DF."""
+        assert self._stopword_fraction is not None and self._document_count is not None
+        limit = self._stopword_fraction * self._document_count
+        kept = []
+        for word in words:
+            document_frequency = len(self._doc_ids_tfs[word][0])
+            if document_frequency > limit:
+                self._stopwords.append((word, document_frequency))
+            else:
+                kept.append(word)
+        return kept
 
     def _to_index_entry(self, word: str) -> IndexEntry:
         doc_ids, tfs = self._doc_ids_tfs[word]
