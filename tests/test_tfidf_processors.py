@@ -103,6 +103,14 @@ def test_tf_idf_p_scores_tf_times_ln_d_over_df_and_keeps_idf_zero_words():
     ).expect_output(expected_tf_idf(3))
 
 
+def test_tf_idf_p_with_a_stopword_fraction_sends_frequent_words_to_ordinal_1():
+    """'every' is in all 3 documents, 'jet' in 2: above 0.5 * 3 both are stopwords; the outbox
+    of TestSupport refuses every other item, so each ordinal's refused items are retried."""
+    verify(lambda: TfIdfP(0.5)).inputs([[3], TF], priorities=[-1, 0]).outputs(
+        [expected_tf_idf(3)[1:2], [("every", 3), ("jet", 2)]]
+    )
+
+
 def test_tf_idf_p_restores_rescaled_by_word():
     verify(TfIdfP).inputs([[3], TF], priorities=[-1, 0]).output_checker(
         same_index_entries

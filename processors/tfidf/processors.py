@@ -106,6 +106,7 @@ class TfIdfP(AbstractProcessor):
     def __init__(self, stopword_fraction: float | None = None) -> None:
         self._stopword_fraction = stopword_fraction
         self._stopwords: list[tuple[str, int]] = []
+        self._index_emitted = False
         self._document_count: int | None = None
         self._doc_ids_tfs: dict[str, tuple[list[int], list[int]]] = {}
         self._inverted_index: Traverser | None = None
@@ -138,9 +139,11 @@ class TfIdfP(AbstractProcessor):
             self._inverted_index = traverse_iterable(map(self._to_index_entry, words))
         if self._stopword_fraction is None:
             return self.emit_from_traverser(self._inverted_index)
-        return self.emit_from_traverser(self._inverted_index, 0) and self.emit_from_traverser(
-            self._stopwords, 1
-        )
+        if not self._index_emitted:  # one traverser at a time: a refused item is kept for it
+            self._index_emitted = self.emit_from_traverser(self._inverted_index, 0)
+            if not self._index_emitted:
+                return False
+        return self.emit_from_traverser(self._stopwords, 1)
 
     def _without_stopwords(self, words: list[str]) -> list[str]:
         """`words` less the derived stopwords, which are kept in `_stopwords` with their DF."""
