@@ -32,6 +32,7 @@ from jetspark.partitioning import (
     member_of_partition,
     partition_id,
 )
+from jetspark.processors.emission import offer_batch
 from jetspark.processors.file_ranges import (
     MIN_SPLIT_BYTES,
     FileRange,
@@ -91,12 +92,8 @@ class SourceP(AbstractProcessor):
                 if not chunk:
                     self._position = 0
                     return True
-            if self._plain:
-                end = self._offer_items(chunk, position)
-            else:  # None items are skipped, yet counted in the read position: one by one
-                end = position
-                while end < len(chunk) and (chunk[end] is None or self.try_emit(chunk[end])):
-                    end += 1
+            # None items are skipped, yet counted in the read position
+            end = offer_batch(self, self._offer_items, chunk, position, self._plain)
             self._offset += end - position
             position = self._position = end
             if end < len(chunk):
@@ -281,13 +278,8 @@ class ReadFilesP(AbstractProcessor):
         while True:
             if self._emitted == len(self._items) and not self._next_batch():
                 return True
-            items, start = self._items, self._emitted
-            if self._plain:
-                end = self._offer_items(items, start)
-            else:  # a Watermark among map_fn's results must be offered on its own
-                end = start
-                while end < len(items) and self.try_emit(items[end]):
-                    end += 1
+            items = self._items
+            end = offer_batch(self, self._offer_items, items, self._emitted, self._plain)
             self._emitted = end
             if end < len(items):
                 return False

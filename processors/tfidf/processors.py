@@ -17,8 +17,10 @@ from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
+from jetspark.core.inbox import Inbox
 from jetspark.core.snapshot_keys import broadcast_key
 from jetspark.core.traverser import Traverser, traverse_iterable
+from jetspark.processors.functions import drain
 from jetspark.processors.sources import SourceP
 from jetspark.processors.tfidf.corpus import open_document
 from jetspark.processors.tfidf.tokenize import ASCII, Tokenizer
@@ -116,15 +118,19 @@ class TfIdfP(AbstractProcessor):
         self._document_count = item
         return True
 
-    def try_process1(self, item: Any) -> bool:
-        (doc_id, word), tf = item
-        doc_ids_tfs = self._doc_ids_tfs.get(word)
-        if doc_ids_tfs is None:
-            self._doc_ids_tfs[word] = ([doc_id], [tf])
-        else:
-            doc_ids_tfs[0].append(doc_id)
-            doc_ids_tfs[1].append(tf)
-        return True
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        """Term frequencies (ordinal 1) are taken a whole inbox at a time: nothing is emitted."""
+        if ordinal != 1:
+            super().process(ordinal, inbox)
+            return
+        by_word = self._doc_ids_tfs
+        for (doc_id, word), tf in drain(inbox):
+            doc_ids_tfs = by_word.get(word)
+            if doc_ids_tfs is None:
+                by_word[word] = ([doc_id], [tf])
+            else:
+                doc_ids_tfs[0].append(doc_id)
+                doc_ids_tfs[1].append(tf)
 
     def complete(self) -> bool:
         if self._doc_ids_tfs and self._document_count is None:
