@@ -277,7 +277,7 @@ def _derived_stopwords(
 
 def _tfidf(args: argparse.Namespace, spark: Any) -> int:
     """`jetspark tfidf`: builds the index, saves it (and the TSV), prints a summary."""
-    from jetspark.processors.tfidf import build_index, describe_skipped, load_stopwords
+    from jetspark.processors.tfidf import describe_skipped, load_stopwords, write_index
     from jetspark.processors.tfidf.index import check_writable
 
     started = time.monotonic()
@@ -292,20 +292,26 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
     corpus = _corpus(args)
     with EngineSession.of(args, spark) as session:
         if stopwords is None:
-            stopwords = _derived_stopwords(session, corpus, args)
-            _say(f"  {len(stopwords):,} stopwords")
+            derived = f"words in more than {args.stopword_threshold:.0%} of the documents"
+            _say(f"deriving the stopwords in the index job: {derived}")
         else:
             _say(f"using {len(stopwords):,} stopwords from {args.stopwords}")
-        _say(f"building the index on {session.description} ...")
+        _say(f"building the index on {session.description} into {index_path} ...")
         job_started = time.monotonic()
-        index = build_index(session.engine, corpus, stopwords, args.tokenizer, session.wait)
+        index = write_index(
+            session.engine,
+            corpus,
+            index_path,
+            stopwords,
+            args.tokenizer,
+            session.wait,
+            args.stopword_threshold,
+        )
         job_seconds = time.monotonic() - job_started
-    _say(f"saving the index to {index_path} ...")
-    index.save(index_path)
     if args.tsv:
         index.write_tsv(args.tsv)
     print(f"documents:      {len(corpus.documents):,} ({corpus.empty:,} empty)")
-    print(f"distinct words: {len(index.words):,} ({len(stopwords):,} stopwords left out)")
+    print(f"distinct words: {index.word_count:,} ({len(index.stopwords):,} stopwords left out)")
     print(f"postings:       {index.posting_count:,}")
     print(f"elapsed:        {time.monotonic() - started:.1f} s (index job {job_seconds:.1f} s)")
     print(f"index:          {index_path}")
@@ -318,12 +324,12 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
 
 def _search(args: argparse.Namespace, spark: Any) -> int:
     """`jetspark search`: the documents containing every query term, best first."""
-    from jetspark.processors.tfidf import InputError, TfIdfIndex, search
+    from jetspark.processors.tfidf import InputError, open_index, search
     from jetspark.processors.tfidf.search import query_terms
     from jetspark.processors.tfidf.tokenize import Tokenizer
 
     try:
-        index = TfIdfIndex.load(args.index)
+        index = open_index(args.index)
         words = Tokenizer(index.tokenizer, frozenset()).words(args.query)
         terms = query_terms(index, args.query)
         hits = search(index, args.query, args.top) if terms else []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Collection
 from typing import Any
 
 
@@ -33,13 +34,30 @@ class Stores:
         """Where an RDD sink writes; on an in-process engine simply the list called `name`."""
         return self.get_list(name)
 
-    def contents(self) -> dict[str, dict[str, Any]]:
-        """The non-empty lists and maps, for shipping into the tasks of a Spark job."""
+    def contents(
+        self, only: Collection[tuple[str, str]] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """The non-empty lists and maps, for shipping into the tasks of a Spark job; with `only`,
+        just those of its `("list", name)` and `("map", name)` pairs."""
         with self._lock:
             return {
-                "lists": {name: list(items) for name, items in self._lists.items() if items},
-                "maps": {name: dict(entries) for name, entries in self._maps.items() if entries},
+                "lists": _copies(self._lists, list, "list", only),
+                "maps": _copies(self._maps, dict, "map", only),
             }
 
     def __repr__(self) -> str:
         return f"Stores(lists={sorted(self._lists)}, maps={sorted(self._maps)})"
+
+
+def _copies(
+    stores: dict[str, Any],
+    copy: Callable[[Any], Any],
+    kind: str,
+    only: Collection[tuple[str, str]] | None,
+) -> dict[str, Any]:
+    """Copies of the non-empty `stores` (of `kind`), all or those `only` names."""
+    return {
+        name: copy(items)
+        for name, items in stores.items()
+        if items and (only is None or (kind, name) in only)
+    }

@@ -7,14 +7,16 @@ the second (it combines them and finishes); `aggregate_*` does both in one step 
 from __future__ import annotations
 
 from collections import _count_elements  # type: ignore[attr-defined]
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import Context
 from jetspark.core.inbox import Inbox
+from jetspark.core.outbox import Outbox, is_plain_batch, offer_items_of
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.processors.aggregate import AggregateOperation, counting
-from jetspark.processors.emission import ResumableEmission
+from jetspark.processors.emission import ResumableEmission, offer_batch
 from jetspark.processors.functions import (
     NOTHING,
     KeyFns,
@@ -114,6 +116,10 @@ class AggregateP(AbstractProcessor):
             self._restored = True
 
 
+_RESULT_CHUNK = 1024
+"""How many results GroupByKeyP finishes at a time and offers as one batch."""
+
+
 class GroupByKeyP(AbstractProcessor):
     """Groups items by key and accumulates each group; on completion emits
     `map_to_output_fn(key, finish(acc))` for every key (None results are skipped).
@@ -134,9 +140,17 @@ class GroupByKeyP(AbstractProcessor):
         self._op = aggr_op
         self._map_to_output_fn = map_to_output_fn
         self._accs: dict[Any, Any] = {}
-        self._unemitted: list[tuple[Any, Any]] = []
-        self._output = ResumableEmission(self.emit_from_traverser)
+        self._unemitted: list[tuple[Any, Any]] | None = None
+        """Once complete() started: the (key, acc) entries not yet finished, the next one last."""
+        self._entries: list[tuple[Any, Any]] = []
+        """The entries of the results being emitted, `_results[i]` from `_entries[i]`."""
+        self._results: list[Any] = []
+        self._emitted = 0
         self._snapshot = ResumableEmission(self.emit_from_traverser_to_snapshot)
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._offer_items = offer_items_of(outbox)
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         op = self._op
@@ -149,21 +163,41 @@ class GroupByKeyP(AbstractProcessor):
         )
 
     def complete(self) -> bool:
-        return self._output.emit(self._results)
+        """Emits the results `_RESULT_CHUNK` at a time, each chunk offered as one batch."""
+        if self._unemitted is None:
+            self._unemitted = list(self._accs.items())
+            self._unemitted.reverse()
+            self._accs = {}
+        while True:
+            if self._emitted == len(self._results) and not self._next_chunk():
+                return True
+            results = self._results
+            end = offer_batch(self, self._offer_items, results, self._emitted, self._plain)
+            self._emitted = end
+            if end < len(results):
+                return False
 
-    def _results(self) -> Iterator[Any]:
-        # From here on the state is the list of results not yet emitted, the next one last.
-        unemitted = self._unemitted = list(self._accs.items())
-        unemitted.reverse()
-        self._accs = {}
-        finish = self._op.finish_fn
-        map_to_output = self._map_to_output_fn
-        while unemitted:
-            key, acc = unemitted.pop()
-            yield map_to_output(key, finish(acc))
+    def _next_chunk(self) -> bool:
+        """Finishes the next chunk of entries into results; False when none is left."""
+        unemitted = self._unemitted
+        assert unemitted is not None
+        if not unemitted:
+            self._entries, self._results, self._emitted = [], [], 0
+            return False
+        entries = unemitted[-_RESULT_CHUNK:]
+        del unemitted[-_RESULT_CHUNK:]
+        entries.reverse()
+        finish, map_to_output = self._op.finish_fn, self._map_to_output_fn
+        self._results = [map_to_output(key, finish(acc)) for key, acc in entries]
+        self._entries, self._emitted = entries, 0
+        self._plain = is_plain_batch(self._results)
+        return True
 
     def save_to_snapshot(self) -> bool:
-        return self._snapshot.emit(lambda: [*self._accs.items(), *self._unemitted])
+        def state() -> list[tuple[Any, Any]]:
+            return [*self._accs.items(), *self._entries[self._emitted :], *(self._unemitted or ())]
+
+        return self._snapshot.emit(state)
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         merge_restored(self._accs, key, value, self._op)

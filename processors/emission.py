@@ -1,10 +1,12 @@
-"""Resumable emission of a lazily built sequence, to the outbox or to the snapshot."""
+"""Resumable emission of a lazily built sequence, to the outbox or to the snapshot, and the
+batch offer of a list of items."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.traverser import Traverser, traverse_iterable
 
 
@@ -35,3 +37,21 @@ class ResumableEmission:
     def in_progress(self) -> bool:
         """True while a sequence is partly emitted."""
         return self._traverser is not None
+
+
+def offer_batch(
+    processor: AbstractProcessor,
+    offer_items: Callable[[Sequence[Any], int], int],
+    items: Sequence[Any],
+    start: int,
+    plain: bool,
+) -> int:
+    """Offers `items[start:]` to the processor's outbox; returns the index of the first item not
+    accepted (`len(items)` when all were). A `plain` batch (`is_plain_batch`) goes to
+    `offer_items` at once; otherwise one item at a time, None skipped, a Watermark on its own."""
+    if plain:
+        return offer_items(items, start)
+    end = start
+    while end < len(items) and (items[end] is None or processor.try_emit(items[end])):
+        end += 1
+    return end

@@ -2,8 +2,9 @@
 
 Every source emits its own slice of the data, so that each item is emitted once per job:
 list items are split into contiguous runs among all processors, map entries by the partition
-of their key (each member reads the partitions it owns, manual §8.2.1), files by name among the
-processors, generated numbers by `n % total_parallelism` (the meta-supplier pattern, §8.7.2).
+of their key (each member reads the partitions it owns, manual §8.2.1), files in line-aligned
+byte ranges among the processors (`file_ranges`), generated numbers by `n % total_parallelism`
+(the meta-supplier pattern, §8.7.2).
 
 Snapshot: each processor saves how many items of its slice it emitted (under a broadcast key
 tagged with its index); a restored processor with the same index and total parallelism skips
@@ -18,6 +19,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
@@ -29,6 +31,15 @@ from jetspark.partitioning import (
     local_processor_of_partition,
     member_of_partition,
     partition_id,
+)
+from jetspark.processors.emission import offer_batch
+from jetspark.processors.file_ranges import (
+    MIN_SPLIT_BYTES,
+    FileRange,
+    RangeLineReader,
+    plan_ranges,
+    splits_lines_by_bytes,
+    text_file_batches,
 )
 from jetspark.processors.functions import engine_stores, whole_item
 from jetspark.processors.snapshots import ProcessorState
@@ -81,12 +92,8 @@ class SourceP(AbstractProcessor):
                 if not chunk:
                     self._position = 0
                     return True
-            if self._plain:
-                end = self._offer_items(chunk, position)
-            else:  # None items are skipped, yet counted in the read position: one by one
-                end = position
-                while end < len(chunk) and (chunk[end] is None or self.try_emit(chunk[end])):
-                    end += 1
+            # None items are skipped, yet counted in the read position
+            end = offer_batch(self, self._offer_items, chunk, position, self._plain)
             self._offset += end - position
             position = self._position = end
             if end < len(chunk):
@@ -114,6 +121,18 @@ class SourceP(AbstractProcessor):
         close = getattr(self._items, "close", None)
         if close is not None:
             close()
+
+
+@dataclass(frozen=True)
+class SourceFn:
+    """The processor factory of a source vertex, declaring the engine's named stores it reads
+    (`("list", name)` or `("map", name)` pairs): SparkEngine ships only those into the job."""
+
+    make: Callable[[], Processor]
+    store_reads: tuple[tuple[str, str], ...] = ()
+
+    def __call__(self) -> Processor:
+        return self.make()
 
 
 @dataclass(frozen=True)
@@ -161,50 +180,173 @@ class _MapSlice:
 def read_list_p(name: str) -> ProcessorFn:
     """Emits the items of the engine's named list, split into contiguous runs among processors.
     A None item fails the job, naming the vertex and its position (None is no item)."""
-    return lambda: SourceP(_ListSlice(name))
+    return SourceFn(partial(SourceP, _ListSlice(name)), (("list", name),))
 
 
 def read_map_p(name: str) -> ProcessorFn:
     """Emits the `(key, value)` entries of the engine's named map; each member reads only the
     partitions it owns, split among its processors as a partitioned edge would route them.
     """
-    return lambda: SourceP(_MapSlice(name))
+    return SourceFn(partial(SourceP, _MapSlice(name)), (("map", name),))
 
 
 def _line(filename: str, line: str) -> str:
     return line
 
 
+_FILE_POSITION = ProcessorState("file_position")
+
+_Batch = tuple[int, list[str]]
+"""(position of the first line, lines): a byte offset, or a line number for text reads."""
+
+
 @dataclass(frozen=True)
-class _FileLines:
-    """`map_fn(filename, line)` for each line of this processor's share of the matching files."""
+class _FileShares:
+    """Which files a read_files_p processor reads, and which part of each."""
 
     directory: str
     glob: str
     charset: str
     shared_file_system: bool
-    map_fn: Callable[[str, str], Any]
+    min_split_bytes: int
 
-    def __call__(self, context: Context) -> Iterator[Any]:
+    def ranges(self, context: Context) -> list[FileRange]:
+        """The processor's ranges: the plan every processor of the vertex computes alike."""
         if not os.path.isdir(self.directory):
             raise FileNotFoundError(
                 f"vertex '{context.vertex_name}': read_files_p directory {self.directory!r} "
                 "does not exist"
             )
-        names = sorted(
-            name
-            for name in os.listdir(self.directory)
-            if fnmatch.fnmatch(name, self.glob)
-            and os.path.isfile(os.path.join(self.directory, name))
-        )
-        if self.shared_file_system:
+        sizes = []
+        for name in sorted(os.listdir(self.directory)):
+            path = os.path.join(self.directory, name)
+            if fnmatch.fnmatch(name, self.glob) and os.path.isfile(path):
+                sizes.append((name, os.path.getsize(path)))
+        if self.shared_file_system or _members_are_spark_tasks(context):
             index, count = context.global_processor_index, context.total_parallelism
         else:
             index, count = context.local_processor_index, context.local_parallelism
-        for name in names[index::count]:
-            with open(os.path.join(self.directory, name), encoding=self.charset) as file:
-                for line in file:
-                    yield self.map_fn(name, line.rstrip("\n"))
+        splittable = splits_lines_by_bytes(self.charset)
+        return plan_ranges(sizes, count, self.min_split_bytes, splittable)[index]
+
+    def batches(self, file_range: FileRange, resume_at: int | None) -> Iterator[_Batch]:
+        """The range's lines in batches, from `resume_at` (a batch position) if given."""
+        path = os.path.join(self.directory, file_range.name)
+        if not splits_lines_by_bytes(self.charset):
+            return text_file_batches(path, self.charset, resume_at or 0)
+        start = file_range.start if resume_at is None else resume_at
+        reader = RangeLineReader(
+            path, start, file_range.end, self.charset, aligned=resume_at is not None
+        )
+        return reader.batches()
+
+
+def _members_are_spark_tasks(context: Context) -> bool:
+    """True inside a SparkEngine task, whose stores carry the task's RDD input.
+
+    A Spark member is a task that may run on any executor (and again on another after a
+    failure), not a machine with a disk of its own: its files must be reachable from every
+    executor, so read_files_p splits them among all processors of the job.
+    """
+    return hasattr(context.stores, "rdd_input")
+
+
+class ReadFilesP(AbstractProcessor):
+    """read_files_p: emits `map_fn(file name, line)` for the lines of its share of the files.
+
+    Reads its ranges in order, a block of lines at a time, offered as one batch; None results
+    of `map_fn` are skipped. Snapshot: (range number, position of the current batch, items of
+    it emitted); a processor restored with the same index and total parallelism (and files
+    unchanged) reopens the range at that position. At another parallelism the ranges differ and
+    the processor reads its new share from the start (at-least-once), as the other sources do.
+    """
+
+    def __init__(self, shares: _FileShares, map_fn: Callable[[str, str], Any]) -> None:
+        self._shares = shares
+        self._map_fn = None if map_fn is _line else map_fn
+        self._ranges: list[FileRange] | None = None
+        self._range_index = 0
+        self._batches: Iterator[_Batch] | None = None
+        self._resume_at: int | None = None
+        self._skip = 0
+        """Items from the resume position on that a restored snapshot says were emitted."""
+        self._batch_position = 0
+        self._items: list[Any] = []
+        self._emitted = 0
+        self._plain = True
+        self._foreign_state_seen = False
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._offer_items = offer_items_of(outbox)
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def complete(self) -> bool:
+        if self._ranges is None:
+            self._ranges = self._shares.ranges(self.context)
+        while True:
+            if self._emitted == len(self._items) and not self._next_batch():
+                return True
+            items = self._items
+            end = offer_batch(self, self._offer_items, items, self._emitted, self._plain)
+            self._emitted = end
+            if end < len(items):
+                return False
+
+    def _next_batch(self) -> bool:
+        """Loads the next batch with anything left to emit; False when every range is read."""
+        assert self._ranges is not None
+        while self._range_index < len(self._ranges):
+            file_range = self._ranges[self._range_index]
+            if self._batches is None:
+                self._batches = self._shares.batches(file_range, self._resume_at)
+                self._resume_at = None
+            batch = next(self._batches, None)
+            if batch is None:
+                self._batches = None
+                self._range_index += 1
+                continue
+            self._batch_position, lines = batch
+            items: list[Any] = lines
+            if self._map_fn is not None:
+                map_fn, name = self._map_fn, file_range.name
+                items = [item for line in lines if (item := map_fn(name, line)) is not None]
+            if self._skip >= len(items):
+                self._skip -= len(items)
+                continue
+            self._items, self._emitted, self._skip = items, self._skip, 0
+            self._plain = self._map_fn is None or is_plain_batch(items)
+            return True
+        self._items, self._emitted = [], 0
+        return False
+
+    def save_to_snapshot(self) -> bool:
+        position = (self._range_index, self._batch_position, self._emitted)
+        if self._skip or self._resume_at is not None:  # restored, nothing read since
+            position = (self._range_index, self._resume_at, self._skip)
+        return self.try_emit_to_snapshot(*_FILE_POSITION.entry(self.context, position))
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        saved = _FILE_POSITION.saved(key, value)
+        if ProcessorState.is_own(self.context, saved):
+            self._range_index, self._resume_at, self._skip = saved.value
+        else:
+            self._foreign_state_seen = True
+
+    def finish_snapshot_restore(self) -> bool:
+        if self._foreign_state_seen and self._range_index == 0 and self._resume_at is None:
+            self.logger.warning(
+                "restored at a different parallelism: this source re-reads its files from the "
+                "beginning (at-least-once)"
+            )
+        return True
+
+    def close(self) -> None:
+        close = getattr(self._batches, "close", None)
+        if close is not None:
+            close()
 
 
 def read_files_p(
@@ -213,16 +355,24 @@ def read_files_p(
     charset: str = "utf-8",
     shared_file_system: bool = False,
     map_fn: Callable[[str, str], Any] = _line,
+    *,
+    min_split_bytes: int = MIN_SPLIT_BYTES,
 ) -> ProcessorFn:
     """Emits `map_fn(filename, line)` for each line of the files in `directory` matching `glob`.
 
-    Non-cooperative (blocking reads). Files are split among processors by name. Without a
-    shared file system every member reads its own local `directory` completely, split among its
-    processors; with `shared_file_system=True` the files are split among all processors of the
-    cluster, so each file is read once.
+    Non-cooperative (blocking reads). Lines end at `\\n`, `\\r\\n` or `\\r`, which are
+    removed. Files larger than `min_split_bytes` are cut into line-aligned byte ranges (each
+    line read by the range where it starts, see `file_ranges`), smaller ones stay whole, and the
+    ranges are spread evenly over the readers. With `shared_file_system=True` the readers are
+    all processors of the job, so each line is read once. Without it, on LocalEngine, each
+    member reads its own local `directory` completely (Jet's rule), split among its processors.
+    On SparkEngine a member is a Spark task, not a machine, so the files are always split among
+    all processors: the directory must be readable at the same path by every executor.
     """
-    lines = _FileLines(directory, glob, charset, shared_file_system, map_fn)
-    return lambda: SourceP(lines, cooperative=False)
+    if min_split_bytes < 1:
+        raise ValueError(f"min_split_bytes must be at least 1, got {min_split_bytes}")
+    shares = _FileShares(directory, glob, charset, shared_file_system, min_split_bytes)
+    return SourceFn(partial(ReadFilesP, shares, map_fn))
 
 
 @dataclass(frozen=True)
@@ -261,6 +411,8 @@ class GenerateMetaSupplier(ProcessorMetaSupplier):
     and local parallelism, and gives each member a supplier for its global processor indexes.
     """
 
+    store_reads = ()
+
     def __init__(self, count: int, map_fn: Callable[[int], Any]) -> None:
         self.count = count
         self.map_fn = map_fn
@@ -295,6 +447,8 @@ class ReadRddMetaSupplier(ProcessorMetaSupplier):
     itself stays on the driver (it is dropped when the supplier is pickled into tasks). On
     LocalEngine the RDD is read through `toLocalIterator()` by processor 0.
     """
+
+    store_reads = ()
 
     def __init__(self, rdd: Any) -> None:
         self.source_rdd = rdd

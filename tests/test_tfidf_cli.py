@@ -41,7 +41,7 @@ def test_tfidf_then_search_on_the_local_engine(books, tmp_path, capsys):
     )
     assert code == 0, err
     assert f"reading 4 documents (0.0 MB) from {books}" in err
-    assert "deriving stopwords on the local engine (1 member)" in err
+    assert "deriving the stopwords in the index job" in err
     assert "documents:      4 (0 empty)" in out
     assert f"index:          {index}" in out and "elapsed:" in out and "distinct words:" in out
     assert "jet\tjet.txt\t" in tsv.read_text()
@@ -126,7 +126,7 @@ def test_a_foreign_index_file_exits_2(tmp_path, capsys):
 def test_the_default_index_path_is_in_the_working_directory(books, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert run(capsys, "tfidf", str(books), "--engine", "local")[0] == 0
-    assert (tmp_path / "jetspark-index.msgpack").is_file()
+    assert (tmp_path / "jetspark-index" / "MANIFEST.msgpack").is_file()  # partitioned
     code, out, _ = run(capsys, "search", "spark data")
     assert code == 0 and out.split()[1:] == ["spark.txt"]
 

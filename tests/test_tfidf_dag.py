@@ -23,7 +23,7 @@ def test_the_edges_are_the_manuals():
         ("tokenize", 0, "tf", 0): "partitioned, local",
         ("doc-count", 0, "tf-idf", 0): "broadcast, local, priority -1",
         ("tf", 0, "tf-idf", 1): "partitioned, distributed",
-        ("tf-idf", 0, "sink", 0): "unicast, local",
+        ("tf-idf", 0, "sink", 0): "partitioned, local",  # a word partition on one sink
     }
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 import math
+import tracemalloc
 
 import pytest
 
 from jetspark.core.test_support import TestSupport
 from jetspark.processors.tfidf import StopwordsP, TfIdfP, TokenizeP
 from jetspark.processors.tfidf.dag import word_of
-from jetspark.processors.tfidf.processors import DocLines, DocWords
+from jetspark.processors.tfidf.processors import PIECE_CHARS, DocLines, DocWords
+from jetspark.processors.tfidf.tokenize import Tokenizer
 
 STOPWORDS = frozenset({"the", "a", "of"})
 LINES = [(1, "The quick fox"), (2, "A fox, of course: the END."), (3, ""), (1, "Quick!")]
@@ -101,6 +103,14 @@ def test_tf_idf_p_scores_tf_times_ln_d_over_df_and_keeps_idf_zero_words():
     ).expect_output(expected_tf_idf(3))
 
 
+def test_tf_idf_p_with_a_stopword_fraction_sends_frequent_words_to_ordinal_1():
+    """'every' is in all 3 documents, 'jet' in 2: above 0.5 * 3 both are stopwords; the outbox
+    of TestSupport refuses every other item, so each ordinal's refused items are retried."""
+    verify(lambda: TfIdfP(0.5)).inputs([[3], TF], priorities=[-1, 0]).outputs(
+        [expected_tf_idf(3)[1:2], [("every", 3), ("jet", 2)]]
+    )
+
+
 def test_tf_idf_p_restores_rescaled_by_word():
     verify(TfIdfP).inputs([[3], TF], priorities=[-1, 0]).output_checker(
         same_index_entries
@@ -116,8 +126,45 @@ def test_tf_idf_p_without_a_document_count_fails_clearly():
 
 def test_doc_lines_reads_utf8_with_errors_replaced_and_keeps_the_bom(tmp_path):
     (tmp_path / "d.txt").write_bytes(b"\xef\xbb\xbfcaf\xc3\xa9\r\nbad \xff byte\n")
-    lines = list(DocLines(str(tmp_path))(logging.getLogger("t"), (4, "d.txt")))
-    assert lines == [(4, "\ufeffcafé"), (4, "bad \ufffd byte")]
+    pieces = list(DocLines(str(tmp_path))(logging.getLogger("t"), (4, "d.txt")))
+    assert pieces == [(4, "\ufeffcafé\nbad \ufffd byte\n")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "word " * 100_000,  # one long line of spaces and words
+        ("alpha,beta;" * 30_000) + "\n" + "tail",  # no space: cut at punctuation
+        "short line\n" * 20_000,  # many lines: pieces of whole lines
+        "x" * 200_000 + " end",  # one word longer than a piece is kept whole
+    ],
+    ids=["long line", "punctuation only", "many lines", "huge word"],
+)
+def test_doc_lines_reads_bounded_pieces_that_never_split_a_word(tmp_path, text):
+    (tmp_path / "d.txt").write_text(text, encoding="utf-8")
+    pieces = [p for _, p in DocLines(str(tmp_path))(logging.getLogger("t"), (0, "d.txt"))]
+    assert "".join(pieces) == text
+    assert [w for p in pieces for w in Tokenizer().words(p)] == Tokenizer().words(text)
+    longest_word = max(map(len, Tokenizer().words(text)))
+    assert max(map(len, pieces)) <= 2 * PIECE_CHARS + longest_word
+
+
+def test_one_long_line_is_tokenized_in_bounded_memory(tmp_path):
+    """Issue 17.11: a 2.7 MB document without a line break; reading and tokenizing it piece by
+    piece keeps Python's allocations to a few pieces (a line at a time took over 30 MB)."""
+    (tmp_path / "d.txt").write_text("lorem ipsum dolor sit amet " * 100_000, encoding="utf-8")
+    tokenizer = Tokenizer()
+    tracemalloc.start()
+    try:
+        words = sum(
+            len(tokenizer.words(piece))
+            for _, piece in DocLines(str(tmp_path))(logging.getLogger("t"), (0, "d.txt"))
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert words == 500_000
+    assert peak < 4_000_000
 
 
 def test_doc_words_are_the_distinct_tokens(tmp_path):

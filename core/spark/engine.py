@@ -28,6 +28,7 @@ from jetspark.core.spark.microbatch import MicroBatchRunner
 from jetspark.core.spark.records import LIST, MAP, METRICS, RESULT
 from jetspark.core.spark.records import RDD as RDD_KIND
 from jetspark.core.spark.session import spark_context_of
+from jetspark.core.spark.shipped_stores import shipped_contents
 from jetspark.core.spark.shipping import ship_package
 from jetspark.core.spark.spark_streams import run_streaming_query, stream_vertex
 from jetspark.core.spark.stages import StagePlan, plan_stages
@@ -225,7 +226,7 @@ class SparkEngine:
                 s.name for s in stages.stages
             )
             self.context.setJobGroup(job.group, description, interruptOnCancel=True)
-            shipped = self.context.broadcast(self.stores.contents())
+            shipped = self.context.broadcast(shipped_contents(dag, self.stores))
             job.translation = translate(self.context, dag, plan, stages, shipped)
             job._final = _final_output(dag, stages, job.translation)
             results = job._final.filter(_is_collected_result).collect()

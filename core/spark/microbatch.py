@@ -33,6 +33,7 @@ from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.batch import BatchSpec, RestoreSpec
 from jetspark.core.spark.metrics import accumulate_metrics, merge_metrics
 from jetspark.core.spark.records import BATCH, LIST, MAP, METRICS, SNAPSHOT, is_collected_result
+from jetspark.core.spark.shipped_stores import shipped_contents
 from jetspark.core.spark.stages import plan_stages
 from jetspark.core.spark.translate import translate
 
@@ -175,7 +176,7 @@ class MicroBatchRunner:
                 f"jetspark {dag.name or job.name}: batch {snapshot_id}",
                 interruptOnCancel=True,
             )
-            shipped = engine.context.broadcast(engine.stores.contents())
+            shipped = engine.context.broadcast(shipped_contents(dag, engine.stores))
             translation = translate(engine.context, dag, plan, stages, shipped, spec, rdd_sources)
             results = translation.final.filter(is_collected_result).collect()
             parts, facts = self._apply(results)

@@ -4,7 +4,8 @@ corpus, stopwords, the saved index and search (the `jetspark tfidf` / `search` c
 Modules: `tokenize` (the one tokenizer), `corpus` (listing and reading documents), `processors`
 (StopwordsP, TokenizeP, TfIdfP and the document readers), `dag` (the manual's DAG), `stopwords`
 (the stopword file or the derivation job), `jobs` (running them on an engine), `index` (the
-msgpack file and TSV export), `search` (the manual's search).
+single msgpack file and TSV export), `parts` (the partitioned index the tasks write), `search`
+(the manual's search).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from jetspark.processors.tfidf.corpus import (
 from jetspark.processors.tfidf.dag import DOCID_NAME, INVERTED_INDEX, build_dag
 from jetspark.processors.tfidf.errors import InputError
 from jetspark.processors.tfidf.index import DEFAULT_INDEX_PATH, TfIdfIndex
-from jetspark.processors.tfidf.jobs import Engine, build_index
+from jetspark.processors.tfidf.jobs import Engine, build_index, write_index
+from jetspark.processors.tfidf.parts import PartitionedIndex, open_index
 from jetspark.processors.tfidf.processors import StopwordsP, TfIdfP, TokenizeP
 from jetspark.processors.tfidf.search import Hit, search
 from jetspark.processors.tfidf.stopwords import (
@@ -43,6 +45,7 @@ __all__ = [
     "Engine",
     "Hit",
     "InputError",
+    "PartitionedIndex",
     "SkippedFile",
     "StopwordsP",
     "TfIdfIndex",
@@ -57,6 +60,8 @@ __all__ = [
     "derive_stopwords",
     "describe_skipped",
     "load_stopwords",
+    "open_index",
     "scan_corpus",
     "search",
+    "write_index",
 ]

@@ -8,7 +8,8 @@
     stopword-source (StopwordsP) --local broadcast, priority -1--> tokenize:0
     tokenize --local partitioned by (doc id, word)--> tf (aggregate_by_key_p counting)
         --distributed partitioned by word (MurmurHash3)--> tf-idf:1 (TfIdfP)
-        --> sink (write_map_p INVERTED_INDEX: word -> [(doc id, score), ...])
+        --local partitioned by word--> sink (write_map_p INVERTED_INDEX: word -> [(doc id,
+        score), ...], or the part files of a partitioned index)
 
 doc-count sees every document on every member (distributed broadcast in, one processor per
 member) and hands D to the member's tf-idf processors (local broadcast out). tf needs only local
@@ -19,6 +20,8 @@ member; tf-idf groups the term frequencies of each word, cluster-wide, by word.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
+from typing import Any
 
 from jetspark.core.dag import DAG
 from jetspark.edges import between, from_
@@ -28,12 +31,14 @@ from jetspark.processors import (
     aggregate_by_key_p,
     aggregate_p,
     entry,
+    entry_key,
     flat_map_using_context_p,
     read_map_p,
     whole_item,
     write_map_p,
 )
 from jetspark.processors.aggregate import counting
+from jetspark.processors.sources import SourceFn
 from jetspark.processors.tfidf.processors import (
     DocLines,
     StopwordsP,
@@ -48,6 +53,8 @@ DOCID_NAME = "docId_name"
 """The engine map doc-source reads: doc id -> document name (relative to the corpus root)."""
 INVERTED_INDEX = "inverted-index"
 """The engine map the sink fills: word -> [(doc id, TF-IDF score), ...]."""
+DERIVED_STOPWORDS = "tfidf-derived-stopwords"
+"""The engine map the stopword sink fills when tf-idf derives them: word -> document frequency."""
 
 FILE_READER = ContextFactory(processor_logger).non_cooperative()
 """The context of the document readers: the processor's logger; blocking reads, own thread."""
@@ -58,12 +65,25 @@ def word_of(tf_entry: TfEntry) -> str:
     return tf_entry[0][1]
 
 
-def build_dag(docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASCII) -> DAG:
-    """The TF-IDF DAG over the documents named in the DOCID_NAME map, files under `docs_dir`."""
+def build_dag(
+    docs_dir: str,
+    stopwords: Iterable[str] = (),
+    tokenizer: str = ASCII,
+    sink: Any = None,
+    stopword_fraction: float | None = None,
+) -> DAG:
+    """The TF-IDF DAG over the documents named in the DOCID_NAME map, files under `docs_dir`.
+
+    `sink` supplies the sink vertex (default: `write_map_p(INVERTED_INDEX)`); its edge from
+    tf-idf is partitioned by word, so a word partition stays on one sink processor. With
+    `stopword_fraction`, tf-idf also derives the stopwords (words in more than that fraction of
+    the documents), leaves them out, and a second sink puts them into the DERIVED_STOPWORDS map
+    (word -> document frequency).
+    """
     stopword_set = frozenset(stopwords)
     dag = DAG("tf-idf")
     stopword_source = dag.new_vertex(
-        "stopword-source", lambda: StopwordsP(stopword_set), local_parallelism=1
+        "stopword-source", SourceFn(partial(StopwordsP, stopword_set)), local_parallelism=1
     )
     doc_source = dag.new_vertex("doc-source", read_map_p(DOCID_NAME))
     doc_count = dag.new_vertex("doc-count", aggregate_p(counting()), local_parallelism=1)
@@ -72,8 +92,8 @@ def build_dag(docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASC
     )
     tokenize = dag.new_vertex("tokenize", lambda: TokenizeP(tokenizer))
     tf = dag.new_vertex("tf", aggregate_by_key_p([whole_item], counting(), entry))
-    tf_idf = dag.new_vertex("tf-idf", TfIdfP)
-    sink = dag.new_vertex("sink", write_map_p(INVERTED_INDEX))
+    tf_idf = dag.new_vertex("tf-idf", partial(TfIdfP, stopword_fraction))
+    sink = dag.new_vertex("sink", sink or write_map_p(INVERTED_INDEX))
     dag.edge(between(stopword_source, tokenize).broadcast().priority(-1))
     dag.edge(from_(doc_lines).to(tokenize, 1))
     dag.edge(between(doc_source, doc_count).distributed().broadcast())
@@ -81,5 +101,8 @@ def build_dag(docs_dir: str, stopwords: Iterable[str] = (), tokenizer: str = ASC
     dag.edge(between(tokenize, tf).partitioned(whole_item, HASH_CODE))
     dag.edge(between(doc_count, tf_idf).broadcast().priority(-1))
     dag.edge(from_(tf).to(tf_idf, 1).distributed().partitioned(word_of))
-    dag.edge(between(tf_idf, sink))
+    dag.edge(between(tf_idf, sink).partitioned(entry_key))
+    if stopword_fraction is not None:
+        stopword_sink = dag.new_vertex("stopword-sink", write_map_p(DERIVED_STOPWORDS), 1)
+        dag.edge(from_(tf_idf, 1).to(stopword_sink))
     return dag

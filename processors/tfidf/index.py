@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -34,8 +34,12 @@ from jetspark.processors.tfidf.tokenize import ASCII, TOKENIZERS
 
 FORMAT = "jetspark-tfidf-index"
 VERSION = 1
-DEFAULT_INDEX_PATH = "jetspark-index.msgpack"
-"""Where `jetspark tfidf` saves and `jetspark search` reads, relative to the working directory."""
+DEFAULT_INDEX_PATH = "jetspark-index"
+"""Where `jetspark tfidf` saves and `jetspark search` reads, relative to the working directory:
+a partitioned index (a directory, `parts.py`); a path ending in SINGLE_FILE_SUFFIX is one file."""
+SINGLE_FILE_SUFFIX = ".msgpack"
+MANIFEST = "MANIFEST.msgpack"
+"""The manifest of a partitioned index directory."""
 
 _TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
@@ -55,6 +59,15 @@ class TfIdfIndex:
         """The number of (word, document) pairs."""
         return sum(map(len, self.words.values()))
 
+    @property
+    def word_count(self) -> int:
+        """The number of distinct words."""
+        return len(self.words)
+
+    def postings(self, word: str) -> Sequence[tuple[int, float]]:
+        """The `(doc id, score)` postings of `word` (empty if absent)."""
+        return self.words.get(word, ())
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the index to `path` atomically (temporary file + rename)."""
         document = {
@@ -71,13 +84,8 @@ class TfIdfIndex:
 
     def write_tsv(self, path: str | os.PathLike[str]) -> None:
         """Writes `word<TAB>document<TAB>score` lines to `path` atomically."""
-        _write_atomically(path, "x", lambda file: file.writelines(self._tsv_lines()))
-
-    def _tsv_lines(self) -> Iterator[str]:
-        names = [name.translate(_TSV_ESCAPES) for name in self.documents]
-        for word in sorted(self.words):
-            for doc_id, score in sorted(self.words[word], key=lambda p: names[p[0]]):
-                yield f"{word}\t{names[doc_id]}\t{score!r}\n"
+        entries = ((word, self.words[word]) for word in sorted(self.words))
+        write_tsv(path, self.documents, entries)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TfIdfIndex:
@@ -114,11 +122,27 @@ class TfIdfIndex:
         )
 
 
+def write_tsv(
+    path: str | os.PathLike[str],
+    documents: Sequence[str],
+    entries: Iterable[tuple[str, Sequence[tuple[int, float]]]],
+) -> None:
+    """Writes the TSV export of `entries` (word, postings), given in word order, atomically."""
+    names = [name.translate(_TSV_ESCAPES) for name in documents]
+
+    def lines() -> Iterator[str]:
+        for word, postings in entries:
+            for doc_id, score in sorted(postings, key=lambda p: names[p[0]]):
+                yield f"{word}\t{names[doc_id]}\t{score!r}\n"
+
+    _write_atomically(path, "x", lambda file: file.writelines(lines()))
+
+
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Raises InputError unless a file can be written at `path` (checked before a long job)."""
     directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise InputError(f"cannot write {str(path)!r}: it is a directory")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, MANIFEST)):
+        raise InputError(f"cannot write {str(path)!r}: it is a directory (and not an index)")
     if not os.path.isdir(directory):
         raise InputError(f"cannot write {str(path)!r}: the directory {directory!r} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):

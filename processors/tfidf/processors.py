@@ -10,20 +10,23 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
+from jetspark.core.inbox import Inbox
 from jetspark.core.snapshot_keys import broadcast_key
 from jetspark.core.traverser import Traverser, traverse_iterable
+from jetspark.processors.functions import drain
 from jetspark.processors.sources import SourceP
 from jetspark.processors.tfidf.corpus import open_document
 from jetspark.processors.tfidf.tokenize import ASCII, Tokenizer
 
 DocLine = tuple[int, str]
-"""(doc id, line): what doc-lines emits."""
+"""(doc id, text of whole words): what doc-lines emits."""
 TfEntry = tuple[tuple[int, str], int]
 """((doc id, word), term frequency): what tf emits."""
 IndexEntry = tuple[str, list[tuple[int, float]]]
@@ -88,17 +91,24 @@ class TokenizeP(AbstractProcessor):
 class TfIdfP(AbstractProcessor):
     """tf-idf: ordinal 0 is the document count D, ordinal 1 `((doc id, word), tf)` entries.
 
-    On completion emits `(word, [(doc id, tf * idf), ...])` per word, with idf = log(D / DF)
-    (natural log; DF = the number of documents containing the word). A word in every document
-    has idf 0: it is kept, with scores 0.0, as the manual's sample does. Each word's documents
-    and term frequencies are kept as two lists of ints rather than a list of pairs: ints are not
-    tracked by the garbage collector, millions of pairs would be, and every full collection
-    would scan them.
+    On completion emits `(word, [(doc id, tf * idf), ...])` per word, in word order, with
+    idf = log(D / DF) (natural log; DF = the number of documents containing the word). A word
+    in every document has idf 0: it is kept, with scores 0.0, as the manual's sample does. Each
+    word's documents and term frequencies are kept as two lists of ints rather than a list of
+    pairs: ints are not tracked by the garbage collector, millions of pairs would be, and every
+    full collection would scan them.
+    With `stopword_fraction` f, a word in more than f * D documents is a derived stopword: it
+    is left out of the index and emitted as `(word, DF)` on outbound ordinal 1 instead (the
+    index entries go to ordinal 0). As IDF depends only on D and the word's own DF, this equals
+    removing the same stopwords before tokenizing, without a job of its own to find them.
     Snapshot: the document count under a broadcast key, each word's two lists under the word
     (the partitioning key of ordinal 1).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stopword_fraction: float | None = None) -> None:
+        self._stopword_fraction = stopword_fraction
+        self._stopwords: list[tuple[str, int]] = []
+        self._index_emitted = False
         self._document_count: int | None = None
         self._doc_ids_tfs: dict[str, tuple[list[int], list[int]]] = {}
         self._inverted_index: Traverser | None = None
@@ -108,15 +118,19 @@ class TfIdfP(AbstractProcessor):
         self._document_count = item
         return True
 
-    def try_process1(self, item: Any) -> bool:
-        (doc_id, word), tf = item
-        doc_ids_tfs = self._doc_ids_tfs.get(word)
-        if doc_ids_tfs is None:
-            self._doc_ids_tfs[word] = ([doc_id], [tf])
-        else:
-            doc_ids_tfs[0].append(doc_id)
-            doc_ids_tfs[1].append(tf)
-        return True
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        """Term frequencies (ordinal 1) are taken a whole inbox at a time: nothing is emitted."""
+        if ordinal != 1:
+            super().process(ordinal, inbox)
+            return
+        by_word = self._doc_ids_tfs
+        for (doc_id, word), tf in drain(inbox):
+            doc_ids_tfs = by_word.get(word)
+            if doc_ids_tfs is None:
+                by_word[word] = ([doc_id], [tf])
+            else:
+                doc_ids_tfs[0].append(doc_id)
+                doc_ids_tfs[1].append(tf)
 
     def complete(self) -> bool:
         if self._doc_ids_tfs and self._document_count is None:
@@ -125,13 +139,33 @@ class TfIdfP(AbstractProcessor):
                 "ordinal 0 with a lower priority number than tf's edge"
             )
         if self._inverted_index is None:
-            self._inverted_index = traverse_iterable(
-                map(self._to_index_entry, self._doc_ids_tfs.items())
-            )
-        return self.emit_from_traverser(self._inverted_index)
+            words = sorted(self._doc_ids_tfs)
+            if self._stopword_fraction is not None:
+                words = self._without_stopwords(words)
+            self._inverted_index = traverse_iterable(map(self._to_index_entry, words))
+        if self._stopword_fraction is None:
+            return self.emit_from_traverser(self._inverted_index)
+        if not self._index_emitted:  # one traverser at a time: a refused item is kept for it
+            self._index_emitted = self.emit_from_traverser(self._inverted_index, 0)
+            if not self._index_emitted:
+                return False
+        return self.emit_from_traverser(self._stopwords, 1)
 
-    def _to_index_entry(self, entry: tuple[str, tuple[list[int], list[int]]]) -> IndexEntry:
-        word, (doc_ids, tfs) = entry
+    def _without_stopwords(self, words: list[str]) -> list[str]:
+        """`words` less the derived stopwords, which are kept in `_stopwords` with their DF."""
+        assert self._stopword_fraction is not None and self._document_count is not None
+        limit = self._stopword_fraction * self._document_count
+        kept = []
+        for word in words:
+            document_frequency = len(self._doc_ids_tfs[word][0])
+            if document_frequency > limit:
+                self._stopwords.append((word, document_frequency))
+            else:
+                kept.append(word)
+        return kept
+
+    def _to_index_entry(self, word: str) -> IndexEntry:
+        doc_ids, tfs = self._doc_ids_tfs[word]
         assert self._document_count is not None
         idf = math.log(self._document_count) - math.log(len(doc_ids))
         return word, list(zip(doc_ids, [tf * idf for tf in tfs], strict=True))
@@ -161,29 +195,57 @@ def processor_logger(context: Context) -> logging.Logger:
     return context.logger
 
 
-def _document_lines(logger: logging.Logger, root: str, name: str) -> Iterator[str]:
-    """The lines of a document, without line ends; a file that fails to read is logged and ends
-    early, so one bad file (deleted or made unreadable after the corpus was listed) does not
-    fail the job.
+PIECE_CHARS = 1 << 16
+"""How much of a document is read at a time: a piece is at most about twice this long."""
+_LAST_NON_WORD = re.compile(r"\W(?=\w*\Z)")
+
+
+def _cut(text: str) -> int:
+    """Where `text` may be cut without splitting a word: just after its last line break, else
+    its last space, else its last other non-word character; 0 when it has none."""
+    for mark in ("\n", " "):
+        at = text.rfind(mark)
+        if at >= 0:
+            return at + 1
+    match = _LAST_NON_WORD.search(text)
+    return match.end() if match else 0
+
+
+def _document_pieces(logger: logging.Logger, root: str, name: str) -> Iterator[str]:
+    """The text of a document in pieces of whole words, about PIECE_CHARS each, so that memory
+    stays bounded even for a document that is one long line (only a single word longer than a
+    piece is read whole). A piece ends after a line break where there is one, so pieces are
+    usually whole lines. A file that fails to read is logged and ends early, so one bad file
+    (deleted or made unreadable after the corpus was listed) does not fail the job.
     """
+    pending: list[str] = []  # text read since the last cut, which holds no place to cut
     try:
         with open_document(os.path.join(root, name)) as file:
-            for line in file:
-                yield line.rstrip("\n")
+            while chunk := file.read(PIECE_CHARS):
+                cut = _cut(chunk)
+                if cut == 0:
+                    pending.append(chunk)
+                    continue
+                pending.append(chunk[:cut])
+                yield "".join(pending)
+                pending = [chunk[cut:]]
     except OSError as error:
         logger.warning("document %r could not be read, indexed as read so far: %s", name, error)
+    if rest := "".join(pending):
+        yield rest
 
 
 @dataclass(frozen=True)
 class DocLines:
-    """doc-lines: `(doc id, name)` -> `(doc id, line)` for every line of the document."""
+    """doc-lines: `(doc id, name)` -> `(doc id, text)` for each piece of the document: whole
+    lines, up to about PIECE_CHARS at a time, a longer line cut between words."""
 
     root: str
 
     def __call__(self, logger: logging.Logger, doc: tuple[int, str]) -> Iterator[DocLine]:
         doc_id, name = doc
-        for line in _document_lines(logger, self.root, name):
-            yield doc_id, line
+        for piece in _document_pieces(logger, self.root, name):
+            yield doc_id, piece
 
 
 @dataclass(frozen=True)
@@ -196,6 +258,6 @@ class DocWords:
     def __call__(self, logger: logging.Logger, doc: tuple[int, str]) -> set[str]:
         tokenizer = Tokenizer(self.kind)
         words: set[str] = set()
-        for line in _document_lines(logger, self.root, doc[1]):
-            words.update(tokenizer.words(line))
+        for piece in _document_pieces(logger, self.root, doc[1]):
+            words.update(tokenizer.words(piece))
         return words

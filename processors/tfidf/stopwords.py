@@ -34,14 +34,12 @@ from jetspark.processors.aggregate import counting
 from jetspark.processors.tfidf.corpus import Corpus
 from jetspark.processors.tfidf.dag import DOCID_NAME, FILE_READER
 from jetspark.processors.tfidf.errors import InputError
-from jetspark.processors.tfidf.jobs import Engine, Wait, join, run_over_corpus
+from jetspark.processors.tfidf.jobs import DEFAULT_THRESHOLD, Engine, Wait, join, run_over_corpus
 from jetspark.processors.tfidf.processors import DocWords
 from jetspark.processors.tfidf.tokenize import ASCII
 
 STOPWORDS = "derived-stopwords"
 """The engine map the derivation's sink fills: stopword -> document frequency."""
-DEFAULT_THRESHOLD = 0.5
-"""Words in more than half of the documents are stopwords by default."""
 
 
 @dataclass(frozen=True)
