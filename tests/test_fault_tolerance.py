@@ -4,6 +4,7 @@ last snapshot, and the result equals the failure-free run (manual §3.5, §7.5, 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -237,12 +238,16 @@ def test_an_unbounded_job_runs_until_cancelled_and_resumes_from_its_snapshot():
     first = UntilWindow(end=90)
     job = local.new_job(streaming_dag(first), config(EXACTLY_ONCE, interval=2))
     assert first.reached.wait(30)
+    store = job.snapshot_store
+    assert store is not None
+    # Whether a snapshot was committed by the time this thread cancels the job depends on
+    # scheduling: wait for one (the module's timeout bounds the wait).
+    while store.latest() is None:
+        time.sleep(0.01)
     assert job.status is JobStatus.RUNNING
     job.cancel()
     with pytest.raises(JobCancelledError):
         job.join(30)
-    store = job.snapshot_store
-    assert store is not None and store.latest() is not None
     log.extend(events(600)[300:])
     second = UntilWindow(end=190)
     resumed = local.new_job(
