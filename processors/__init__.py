@@ -43,6 +43,7 @@ from jetspark.processors.sources import (
     read_map_p,
     read_rdd_p,
 )
+from jetspark.processors.stream_files import stream_files_p
 from jetspark.processors.stream_sources import read_stream_p, stream_socket_p, write_socket_p
 from jetspark.processors.transforms import (
     ContextFactory,
@@ -88,6 +89,7 @@ __all__ = [
     "read_map_p",
     "read_rdd_p",
     "read_stream_p",
+    "stream_files_p",
     "stream_journal_p",
     "stream_socket_p",
     "whole_item",
