@@ -23,8 +23,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PYTEST_ARGS = ("-m", "not spark and not cluster")
-SPIN = "while True:\n    pass\n"
-"""What a spinner runs: one core at 100% until it is stopped."""
+SPIN = (
+    "import os\n"
+    "parent = os.getppid()\n"
+    "while os.getppid() == parent:\n"
+    "    for _ in range(1_000_000):\n"
+    "        pass\n"
+)
+"""What a spinner runs: one core at 100% until it is stopped, or until the process that started
+it is gone (killed by a timeout, say): a spinner never outlives its run."""
 
 
 @dataclass(frozen=True)
