@@ -134,7 +134,7 @@ def structured_streaming_rate(spark: Any, seconds: float) -> float:
     """Rows per second of Structured Streaming's own sliding-window count (first batch out)."""
     from pyspark.sql import functions as f
 
-    session = spark.session
+    session = _tuned_session(spark)
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-sss-") as checkpoint:
         rows = (
             session.readStream.format("rate-micro-batch")
@@ -162,6 +162,14 @@ def structured_streaming_rate(spark: Any, seconds: float) -> float:
             .start()
         )
         return _query_rate(query, seconds)
+
+
+def _tuned_session(spark: Any) -> Any:
+    """The run's SparkSession with as many shuffle partitions as local[2] has cores (the
+    default, 200, gives every micro-batch 200 state-store tasks: no one benchmarks that)."""
+    session = spark.session
+    session.conf.set("spark.sql.shuffle.partitions", str(spark.context.defaultParallelism))
+    return session
 
 
 def _query_rate(query: Any, seconds: float) -> float:
@@ -193,7 +201,7 @@ def transform_with_state_rate(spark: Any, seconds: float) -> float | None:
 
     cloudpickle.register_pickle_by_value(stateful_count)  # bench/ is not on the workers
 
-    session = spark.session
+    session = _tuned_session(spark)
     session.conf.set(
         "spark.sql.streaming.stateStore.providerClass",
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
