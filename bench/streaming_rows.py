@@ -154,14 +154,7 @@ def structured_streaming_rate(spark: Any, seconds: float) -> float:
             )
             .count()
         )
-        query = (
-            counts.writeStream.format("noop")
-            .outputMode("append")
-            .option("checkpointLocation", checkpoint)
-            .trigger(processingTime="0 seconds")
-            .start()
-        )
-        return _query_rate(query, seconds)
+        return _query_rate(counts, "append", checkpoint, seconds)
 
 
 def _tuned_session(spark: Any) -> Any:
@@ -172,7 +165,16 @@ def _tuned_session(spark: Any) -> Any:
     return session
 
 
-def _query_rate(query: Any, seconds: float) -> float:
+def _query_rate(counts: Any, output_mode: str, checkpoint: str, seconds: float) -> float:
+    """Rows per second of the streaming DataFrame `counts` written to Spark's no-op sink as
+    fast as it goes for `seconds` (its first batch, which compiles and warms up, left out)."""
+    query = (
+        counts.writeStream.format("noop")
+        .outputMode(output_mode)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
     deadline = time.monotonic() + 600
     while len(query.recentProgress) < 2:
         if time.monotonic() > deadline:
@@ -221,14 +223,7 @@ def transform_with_state_rate(spark: Any, seconds: float) -> float | None:
             outputMode="Update",
             timeMode="None",
         )
-        query = (
-            counts.writeStream.format("noop")
-            .outputMode("update")
-            .option("checkpointLocation", checkpoint)
-            .trigger(processingTime="0 seconds")
-            .start()
-        )
-        return _query_rate(query, seconds)
+        return _query_rate(counts, "update", checkpoint, seconds)
 
 
 def local_engine_rates(count: int) -> tuple[float, float]:

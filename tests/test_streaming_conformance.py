@@ -168,9 +168,7 @@ def test_cancel_and_continue_at_other_member_counts(spark_engine: Any, tmp_path:
             restore_from=store.latest(),
         )
         _wait_for_batches(job, 1)
-        job.cancel()
-        with pytest.raises(JobCancelledError):
-            job.join(120)
+        cancel(job)
         runs.append(batches(job))
     last = SparkEngine(spark_engine.context, members=1, batch_items=100)
     last.get_list("words").extend(items)
@@ -240,9 +238,7 @@ def test_an_unbounded_job_continues_from_its_snapshot_and_commits_exact_windows(
             restore_from=store.latest(),
         )
         _wait_for_batches(job, 2)
-        job.cancel()
-        with pytest.raises(JobCancelledError):
-            job.join(120)
+        cancel(job)
     committed = Counter()
     for line in jobs.committed_lines(out):
         start, end, key, count = line.split()
@@ -250,6 +246,13 @@ def test_an_unbounded_job_continues_from_its_snapshot_and_commits_exact_windows(
         assert int(count) == expected_window(int(start), int(end), key), line
     assert committed and max(committed.values()) == 1  # each window committed once
     assert store.latest() is not None and store.latest().snapshot_id >= 4
+
+
+def cancel(job: Job) -> None:
+    """Cancels `job` and waits for it to end as cancelled."""
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(120)
 
 
 def _wait_for_batches(job: Job, count: int, timeout: float = 120) -> None:
