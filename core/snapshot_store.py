@@ -66,16 +66,6 @@ class Snapshot:
     store: Any = field(default=None, compare=False, repr=False)
     """The DirectorySnapshotStore holding the parts, when `parts` is set."""
 
-    def parts_of(self, vertices: Sequence[str]) -> dict[str, bytes]:
-        """Part name -> tag, for the parts holding processors of `vertices`."""
-        assert self.parts is not None
-        wanted = set(vertices)
-        return {
-            name: tag
-            for name, (tag, held) in self.parts.items()
-            if any(vertex in wanted for vertex, _, _ in held)
-        }
-
     def completed_flags(self) -> dict[ProcessorKey, bool]:
         """(vertex, global index) -> whether that processor had completed; read from the
         manifest when the snapshot has `parts` (no state is loaded)."""
@@ -373,6 +363,17 @@ class DirectorySnapshotStore:
 
     def __repr__(self) -> str:
         return f"DirectorySnapshotStore({self.directory!r})"
+
+
+def parts_holding(
+    parts: Mapping[str, tuple[bytes, Held]], vertices: Sequence[str]
+) -> dict[str, bytes]:
+    """Part name -> tag, for the parts (as a manifest lists them) that hold processors of
+    `vertices`: the only ones a task running those vertices needs to read."""
+    wanted = set(vertices)
+    return {
+        name: tag for name, (tag, held) in parts.items() if any(v in wanted for v, _, _ in held)
+    }
 
 
 def held_by(processors: Mapping[ProcessorKey, ProcessorSnapshot]) -> Held:

@@ -37,6 +37,7 @@ from jetspark.core.snapshot_store import (
     ProcessorKey,
     ProcessorSnapshot,
     held_by,
+    parts_holding,
 )
 from jetspark.core.spark.records import BATCH, SNAPSHOT, result_record
 
@@ -55,15 +56,11 @@ class RestoreSpec:
     def route(self, plan: JobPlan, member: int, vertices: list[str]) -> dict[ProcessorKey, Any]:
         """What each processor of `vertices` on `member` restores: the parts holding those
         vertices are read (and authenticated) by the task itself."""
-        wanted_vertices = set(vertices)
         saved: dict[str, dict[int, ProcessorSnapshot]] = {name: {} for name in vertices}
-        for name, (tag, held) in self.parts.items():
-            if any(vertex in wanted_vertices for vertex, _, _ in held):
-                for (vertex, index), state in self.store.read_part(
-                    self.snapshot_id, name, tag
-                ).items():
-                    if vertex in wanted_vertices:
-                        saved[vertex][index] = state
+        for name, tag in parts_holding(self.parts, vertices).items():
+            for (vertex, index), state in self.store.read_part(self.snapshot_id, name, tag).items():
+                if vertex in saved:
+                    saved[vertex][index] = state
         restored: dict[ProcessorKey, RestoredProcessor] = {}
         for name in vertices:
             vertex_plan = plan.vertices[name]
