@@ -18,9 +18,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
-import zlib
 from collections import deque
 from typing import Any
+
+import mmh3
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
@@ -29,13 +30,14 @@ from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.processors.file_ranges import RangeLineReader
 
-POLL_SECONDS = 0.1
-"""How often a processor with nothing to emit looks at the directory again."""
 _KEY = "stream_file"
 
 
 class StreamFilesP(AbstractProcessor):
     """Emits the lines appended to the files it owns (module docstring). Non-cooperative."""
+
+    poll_seconds: float = 0.1
+    """How often a processor with nothing to emit looks at the directory again."""
 
     def __init__(
         self, directory: str, glob: str, charset: str, only_new: bool, shared_file_system: bool
@@ -80,7 +82,7 @@ class StreamFilesP(AbstractProcessor):
             if fnmatch.fnmatch(name, self._glob)
             and os.path.isfile(os.path.join(self._directory, name))
         )
-        return [n for n in names if _hash(n) % self._readers == self._reader]
+        return [n for n in names if file_owner(n, self._readers) == self._reader]
 
     def complete(self) -> bool:
         queue = self._queue
@@ -97,7 +99,7 @@ class StreamFilesP(AbstractProcessor):
             now = time.monotonic()
             if now < self._next_poll:
                 return False  # nothing now: a micro-batch may end here
-            self._next_poll = now + POLL_SECONDS
+            self._next_poll = now + self.poll_seconds
             self._read_new()
         while queue:
             name, _, end, lines = queue[0]
@@ -135,6 +137,8 @@ class StreamFilesP(AbstractProcessor):
                 complete_last_line=False,
             )
             batches = list(reader.batches())
+            if not batches:
+                continue  # only a line still being written
             ends = [position for position, _ in batches[1:]] + [reader.position]
             for (position, lines), end in zip(batches, ends, strict=True):
                 skip = self._skips.pop(name, 0)
@@ -159,7 +163,7 @@ class StreamFilesP(AbstractProcessor):
             raise ValueError(f"unexpected snapshot entry {key!r}: expected a file position")
         self._restored = True
         name = key.key[1]
-        if _hash(name) % self._readers != self._reader:
+        if file_owner(name, self._readers) != self._reader:
             return
         offset, skip, aligned = value
         self._offsets[name] = offset
@@ -171,8 +175,11 @@ class StreamFilesP(AbstractProcessor):
             self._skips.pop(name, None)
 
 
-def _hash(name: str) -> int:
-    return zlib.crc32(name.encode("utf-8", "surrogateescape"))
+def file_owner(name: str, readers: int) -> int:
+    """The index, among `readers` processors, of the one that reads the file called `name`.
+
+    MurmurHash3, as for partitions: CRC-32 put f0.log ... f7.log all on the first of two."""
+    return mmh3.hash(name.encode("utf-8", "surrogateescape"), signed=False) % readers
 
 
 def stream_files_p(

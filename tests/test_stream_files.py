@@ -24,8 +24,10 @@ from jetspark.core import (
     ProcessingGuarantee,
 )
 from jetspark.core.job import Job
+from jetspark.core.test_support import TestSupport
 from jetspark.edges import between
 from jetspark.processors import map_p, stream_files_p, write_file_transactional_p
+from jetspark.processors.stream_files import StreamFilesP, file_owner
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -116,10 +118,7 @@ def test_appended_lines_are_committed_once_across_a_cancel_and_a_continue(
         snapshot_store=store,
         restore_from=store.latest(),
     )
-    wait_until(
-        second,
-        lambda: len(jobs.committed_lines(str(out))) + 0 >= 0 and _all_read(second, out, writer),
-    )
+    wait_until(second, lambda: _all_read(second, out, writer))
     shutil.rmtree(directory)  # completes the source, as in Jet: the job ends, all published
     second.join(120)
     assert jobs.committed_lines(str(out)) == sorted(writer.written)
@@ -154,3 +153,79 @@ def test_a_missing_directory_fails_the_job_naming_the_vertex(tmp_path: Path) -> 
     (tmp_path / "file").write_text("")
     with pytest.raises(NotADirectoryError):
         stream_files_p(str(tmp_path / "file"))
+
+
+class AppendedWhileRunning(StreamFilesP):
+    """stream_files_p whose directory gets one more write before each `complete()` call.
+
+    TestSupport snapshots and restores between calls, so every write is read by whichever
+    instance runs then. A run's first instance (not restored before its first call) empties the
+    directory and starts the script again; the source completes once `total` lines were emitted
+    in the run (the real one waits for its directory to be deleted).
+    """
+
+    poll_seconds = 0.0  # looks at the directory on every call
+
+    def __init__(self, directory: Path, writes: list[tuple[str, bytes]], total: int) -> None:
+        super().__init__(str(directory), "*.log", "utf-8", False, False)
+        self._path, self._writes, self._total, self._fresh = directory, writes, total, True
+
+    run = {"written": 0, "emitted": 0}
+    """The current run's progress, shared by its successive instances."""
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        self._fresh = False
+        super().restore_from_snapshot_entry(key, value)
+
+    def try_emit(self, *args: Any) -> bool:
+        emitted = super().try_emit(*args)
+        self.run["emitted"] += emitted
+        return emitted
+
+    def complete(self) -> bool:
+        if self._fresh:
+            self._fresh = False
+            shutil.rmtree(self._path, ignore_errors=True)
+            self._path.mkdir()
+            self.run.update(written=0, emitted=0)
+        if self.run["emitted"] >= self._total:
+            return True
+        if self.run["written"] < len(self._writes):
+            name, data = self._writes[self.run["written"]]
+            with open(self._path / name, "ab") as file:
+                file.write(data)
+            self.run["written"] += 1
+        return super().complete()
+
+
+def test_support_verifies_snapshots_and_restores_between_appends(tmp_path: Path) -> None:
+    """Each line once, as it is completed, whatever snapshot a new instance restores: a line
+    written in two parts (split inside a multi-byte character, ended by `\\r\\n`) waits for
+    its line break, and an unterminated last line is not emitted."""
+    writes = [
+        ("a.log", b"a1\na2 \xc3"),
+        ("b.log", b"b1\n"),
+        ("a.log", b"\xa9t\xc3\xa9\r\na3\n"),
+        ("c.txt", b"not matched by the glob\n"),
+        ("b.log", b"b2\nstill being writ"),
+        ("a.log", b"a4\n"),
+    ]
+    expected = ["a1", "b1", "a2 \u00e9t\u00e9", "a3", "b2", "a4"]
+    TestSupport.verify_processor(
+        lambda: AppendedWhileRunning(tmp_path / "logs", writes, len(expected))
+    ).disable_progress_assertion().expect_output(expected)
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_support_each_of_two_processors_reads_the_files_it_owns(tmp_path: Path, index: int) -> None:
+    names = [f"f{n}.log" for n in range(8)]
+    writes = [(name, f"{name} 1\n{name} 2\n".encode()) for name in names]
+    mine = [f"{name} {n}" for name in names if file_owner(name, 2) == index for n in (1, 2)]
+    assert 0 < len(mine) < 2 * len(names)
+    TestSupport.verify_processor(
+        lambda: AppendedWhileRunning(tmp_path / "logs", writes, len(mine))
+    ).local_parallelism(2).total_parallelism(2).local_processor_index(index).global_processor_index(
+        index
+    ).disable_progress_assertion().output_checker(TestSupport.SAME_ITEMS_ANY_ORDER).expect_output(
+        mine
+    )
