@@ -29,10 +29,11 @@ def create_exclusive(directory: str, prefix: str, mode: int = 0o666) -> tuple[st
         return path, os.fdopen(descriptor, "wb")
 
 
-def write_atomically(path: str, data: bytes, mode: int = 0o666) -> None:
+def write_atomically(path: str, data: bytes, mode: int = 0o666, *, replace: bool = True) -> bool:
     """Writes `data` to `path` through a fsynced temporary file and a rename: a reader (or a
     process restarted after a crash) sees the old file or the whole new one, never a part.
-    The temporary file is removed when anything fails."""
+    With `replace=False` an existing file stays as it is (the first writer wins, atomically
+    even among processes) and False is returned. The temporary file is always removed."""
     directory, name = os.path.split(path)
     temporary, file = create_exclusive(directory or ".", f".{name}", mode)
     try:
@@ -40,7 +41,16 @@ def write_atomically(path: str, data: bytes, mode: int = 0o666) -> None:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temporary, path)
+        if replace:
+            os.replace(temporary, path)
+            return True
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return False
+        finally:
+            os.remove(temporary)
+        return True
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(temporary)

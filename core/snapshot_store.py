@@ -143,6 +143,7 @@ class InMemorySnapshotStore:
 
 _FORMAT = "jetspark-snapshot-2"
 _PART_FORMAT = "jetspark-snapshot-part-2"
+_INPUT_FORMAT = "jetspark-batch-input-1"
 _MANIFEST = "MANIFEST"
 _KEY = "KEY"
 _KEY_BYTES = 32
@@ -254,6 +255,39 @@ class DirectorySnapshotStore:
             (vertex, index): ProcessorSnapshot(data, completed)
             for vertex, index, completed, data in part[3]
         }
+
+    def record_batch_input(
+        self, snapshot_id: int, name: str, emitted: Mapping[ProcessorKey, int]
+    ) -> dict[ProcessorKey, int]:
+        """Records how many items the source processors of task `name` emitted in the batch
+        ending with snapshot `snapshot_id`, unless a run of that task recorded it first;
+        returns the record that stands (see `recorded_batch_input`)."""
+        if not _PART_NAME.fullmatch(name):
+            raise ValueError(f"a task name is letters, digits, '-' and '_', got {name!r}")
+        target = self._path(snapshot_id)
+        os.makedirs(target, mode=_PRIVATE_DIRECTORY, exist_ok=True)
+        entries = sorted((vertex, index, count) for (vertex, index), count in emitted.items())
+        body = _pack([_INPUT_FORMAT, snapshot_id, name, entries])
+        path = os.path.join(target, f"input-{name}.bin")
+        if write_atomically(path, self._tag(body) + body, _PRIVATE_FILE, replace=False):
+            return dict(emitted)
+        recorded = self.recorded_batch_input(snapshot_id, name)
+        assert recorded is not None
+        return recorded
+
+    def recorded_batch_input(self, snapshot_id: int, name: str) -> dict[ProcessorKey, int] | None:
+        """What `record_batch_input` recorded for task `name` of the batch (None: no run of
+        the task got that far), once authenticated: a task run again, as Spark does after a
+        lost executor while other tasks have read the first run's output, must emit exactly
+        the same input, not what its sources hold by now."""
+        path = os.path.join(self._path(snapshot_id), f"input-{name}.bin")
+        try:
+            record = _unpack(self._authentic(path))
+        except FileNotFoundError:
+            return None
+        if len(record) != 4 or record[:3] != (_INPUT_FORMAT, snapshot_id, name):
+            raise SnapshotError(f"{path} is not the input record of task {name!r}")
+        return {(vertex, index): count for vertex, index, count in record[3]}
 
     def commit(
         self,

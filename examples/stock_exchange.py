@@ -33,6 +33,10 @@ so OUTPUT_DIR holds whole windows only, each once. It prints a progress line a s
 clock), then a summary, and checks the windows committed against a plain
 Python count. With `--snapshots DIR` the snapshots go to a DirectorySnapshotStore: the same
 command again (same OUTPUT_DIR and DIR, any --members) continues from the last snapshot.
+`--source files DIR` reads the trades from a real stream instead of the journal: a generator
+thread appends them as lines (`trade(n)` for n = 0, 1, ...) to DIR/trades.log, TRADES_PER_SECOND
+of them a second, and `stream_files_p` reads what is appended (one file keeps the stream in
+order); a later run's generator goes on after the last whole line in the file.
 On Spark the job runs as exactly-once micro-batches, one per snapshot interval
 (docs/fault_tolerance.md); its snapshots always go to a directory (a temporary one without
 `--snapshots`), which on a cluster (`--master spark://...`) must be shared by every executor.
@@ -44,6 +48,7 @@ import argparse
 import contextlib
 import functools
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -73,7 +78,9 @@ from jetspark.processors import (
     entry_key,
     generate_p,
     insert_watermarks_p,
+    map_p,
     map_using_context_p,
+    stream_files_p,
     stream_journal_p,
     write_file_p,
     write_file_transactional_p,
@@ -105,6 +112,10 @@ PROGRESS_SECONDS = 1.0
 POLL_SECONDS = 0.02
 """How often (wall-clock seconds) the unbounded run loop looks at its clock."""
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+TRADES_FILE = "trades.log"
+"""The file `--source files DIR` appends the trades to, in DIR."""
+TRADES_PER_SECOND = 10_000
+"""How many trades a second the generator of `--source files` appends."""
 
 
 class Trade(NamedTuple):
@@ -138,6 +149,17 @@ def _mixed(n: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
     return z ^ (z >> 31)
+
+
+def trade_line(t: Trade) -> str:
+    """A trade as a line of the trades file: timestamp, ticker, quantity, price."""
+    return f"{t.timestamp} {t.ticker} {t.quantity} {t.price}"
+
+
+def parse_trade(line: str) -> Trade:
+    """The inverse of `trade_line`."""
+    timestamp, ticker, quantity, price = line.split()
+    return Trade(int(timestamp), ticker, int(quantity), int(price))
 
 
 def trade_timestamp(t: Trade) -> int:
@@ -187,11 +209,15 @@ def _midnight_millis(day: str) -> int:
     return int(midnight.timestamp()) * 1000
 
 
-def trade_monitoring_dag(source: Any, sink: ProcessorFn) -> DAG:
-    """The trade monitoring DAG between a source of trades and a sink of formatted lines."""
+def trade_monitoring_dag(
+    source: Any, sink: ProcessorFn, parse: Callable[[Any], Trade] | None = None
+) -> DAG:
+    """The trade monitoring DAG between a source of trades and a sink of formatted lines; with
+    `parse`, the source's items go through a "parse-trades" vertex that makes trades of them."""
     win_policy = sliding_window_policy(WINDOW_SIZE_MILLIS, SLIDE_BY_MILLIS)
     dag = DAG("stock-exchange")
     trade_source = dag.new_vertex("trade-source", source)
+    parse_trades = None if parse is None else dag.new_vertex("parse-trades", map_p(parse))
     insert_watermarks = dag.new_vertex(
         "insert-watermarks",
         insert_watermarks_p(
@@ -214,7 +240,14 @@ def trade_monitoring_dag(source: Any, sink: ProcessorFn) -> DAG:
         "format-output", map_using_context_p(ContextFactory(time_formatter), format_result)
     )
     sink_vertex = dag.new_vertex("sink", sink)
-    dag.edge(between(trade_source, insert_watermarks).isolated())
+    if parse_trades is None:
+        dag.edge(between(trade_source, insert_watermarks).isolated())
+    else:
+        # one file has one reader: its lines go round-robin to every parse-trades and
+        # insert-watermarks processor (each sees them in file order), or the others would
+        # idle the watermark; lines (str) cross members, not Trade, a class of this script
+        dag.edge(between(trade_source, parse_trades).distributed())
+        dag.edge(between(parse_trades, insert_watermarks).isolated())
     dag.edge(between(insert_watermarks, sliding_stage_1).partitioned(trade_ticker, HASH_CODE))
     dag.edge(between(sliding_stage_1, sliding_stage_2).distributed().partitioned(entry_key))
     dag.edge(between(sliding_stage_2, format_output).isolated())
@@ -229,10 +262,65 @@ def build_dag(trade_count: int, output_dir: str) -> DAG:
     )
 
 
-def build_streaming_dag(output_dir: str, trade_fn: Callable[[int], Trade] = trade) -> DAG:
-    """The unbounded DAG: the endless journal of `trade_fn(n)` (default `trade`), the
-    transactional file sink."""
-    return trade_monitoring_dag(stream_journal_p(trade_fn), write_file_transactional_p(output_dir))
+def build_streaming_dag(
+    output_dir: str, trade_fn: Callable[[int], Trade] = trade, trades_dir: str | None = None
+) -> DAG:
+    """The unbounded DAG into the transactional file sink, from the endless journal of
+    `trade_fn(n)` (default `trade`), or with `trades_dir` from the lines appended to its
+    trades file."""
+    sink = write_file_transactional_p(output_dir)
+    if trades_dir is None:
+        return trade_monitoring_dag(stream_journal_p(trade_fn), sink)
+    # one directory on this machine (or shared storage on a cluster): spread, not copied, over
+    # the members
+    source = stream_files_p(trades_dir, TRADES_FILE, shared_file_system=True)
+    return trade_monitoring_dag(source, sink, parse_trade)
+
+
+class TradeFileWriter:
+    """Appends `trade(n)` as lines to `directory`/trades.log from a thread of its own,
+    `per_second` trades a second, while used as a context manager; it goes on after the last
+    whole line an earlier writer left (a line cut short by a killed process is dropped first:
+    no reader has gone past a line that has no line break yet)."""
+
+    def __init__(self, directory: str, per_second: int = TRADES_PER_SECOND) -> None:
+        self.path = Path(directory) / TRADES_FILE
+        self.per_second = per_second
+        self.written = 0
+        """The trades in the file: the next one to write is trade(written)."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._append, name="trade-writer", daemon=True)
+
+    def __enter__(self) -> TradeFileWriter:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.written = _whole_lines(self.path)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _append(self) -> None:
+        started, first = time.monotonic(), self.written
+        with open(self.path, "a", encoding="utf-8") as file:
+            while not self._stop.wait(POLL_SECONDS):
+                due = first + int((time.monotonic() - started) * self.per_second)
+                lines = [trade_line(trade(n)) + "\n" for n in range(self.written, due)]
+                file.write("".join(lines))
+                file.flush()
+                self.written = due
+
+
+def _whole_lines(path: Path) -> int:
+    """The whole lines of `path` (0 if it does not exist), after cutting off a partial one."""
+    if not path.exists():
+        return 0
+    with open(path, "r+b") as file:
+        data = file.read()
+        whole = data.rfind(b"\n") + 1
+        file.truncate(whole)
+    return data.count(b"\n", 0, whole)
 
 
 class TradingClock:
@@ -465,6 +553,14 @@ def _parser() -> argparse.ArgumentParser:
         f"trading time ({TRADE_SPACING_MILLIS} ms per trade read: the same trades and snapshots "
         "on any machine)",
     )
+    parser.add_argument(
+        "--source",
+        nargs="+",
+        default=["journal"],
+        metavar=("journal|files", "DIR"),
+        help="with --duration: read the trades from the endless journal (the default), or "
+        f"from DIR/{TRADES_FILE}, to which a generator appends {TRADES_PER_SECOND:,} a second",
+    )
     parser.set_defaults(members=2, engine=None)
     return parser
 
@@ -473,10 +569,22 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     """Runs the bounded job and checks its output, or with `--duration` the unbounded one."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.source == ["journal"]:
+        args.trades_dir = None
+    elif len(args.source) == 2 and args.source[0] == "files":
+        args.trades_dir = args.source[1]
+    else:
+        parser.error(f"--source is 'journal' or 'files DIR', got {' '.join(args.source)!r}")
     if args.duration is None:
-        if args.snapshots or args.snapshot_interval is not None or args.clock != "wall":
+        if (
+            args.snapshots
+            or args.snapshot_interval is not None
+            or args.clock != "wall"
+            or args.trades_dir
+        ):
             parser.error(
-                "--snapshots, --snapshot-interval and --clock apply to --duration runs only"
+                "--snapshots, --snapshot-interval, --clock and --source apply to --duration "
+                "runs only"
             )
         run_bounded(args, spark)
         return
@@ -530,26 +638,30 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     )
     output = CommittedOutput(output_dir).refresh()
     before, checked_until = len(output.windows), output.complete_until()
-    trading = TradingClock() if args.clock == "trading" and not on_spark else None
+    files = args.trades_dir is not None
+    trading = TradingClock() if args.clock == "trading" and not (on_spark or files) else None
     jobs: list[Job] = []
     clock: Callable[[], float] = trading or time.monotonic
-    if args.clock == "trading" and on_spark:  # the trades are read on the executors
+    if args.clock == "trading" and (on_spark or files):  # counted by the job's metrics
 
         def clock() -> float:
             return _trades_read(jobs[0]) * TRADE_SPACING_MILLIS / 1000 if jobs else 0.0
 
-    with EngineSession.of(args) as session:
+    writer = TradeFileWriter(args.trades_dir) if files else contextlib.nullcontext()
+    with EngineSession.of(args) as session, writer:
         if not on_spark:
             session.engine.snapshot_clock = clock
         print(
-            f"streaming trades on {session.description} for {args.duration:g} s"
-            + (" of trading" if trading else "")
+            "streaming trades"
+            + (f" appended to {writer.path}" if files else "")
+            + f" on {session.description} for {args.duration:g} s"
+            + (" of trading" if args.clock == "trading" else "")
             + f", exactly-once, a snapshot every {args.snapshot_interval:,} ms, into {output_dir}"
             + (f"; continuing from snapshot {store.last_id}" if restore_from else ""),
             flush=True,
         )
         job = session.engine.new_job(
-            build_streaming_dag(output_dir, trading.trade if trading else trade),
+            build_streaming_dag(output_dir, trading.trade if trading else trade, args.trades_dir),
             config,
             snapshot_store=store.store if on_spark else store,
             restore_from=restore_from,
@@ -604,7 +716,7 @@ def run_for(
         while (now := clock()) - started < duration:
             if now >= next_progress:
                 progress(now - started)
-                next_progress = max(next_progress + PROGRESS_SECONDS, now)
+                next_progress = max(next_progress, now) + PROGRESS_SECONDS
             try:
                 job.join(timeout=POLL_SECONDS)
             except TimeoutError:

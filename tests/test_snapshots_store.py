@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +117,23 @@ def test_a_damaged_snapshot_is_skipped_for_the_previous_one(tmp_path, damage):
         path = sorted(target.glob("part-*"))[1]
         path.write_bytes(path.read_bytes() + b"x")
     assert store.latest() == snapshot(1)
+
+
+def test_a_batch_input_record_stays_as_its_first_writer_left_it_and_is_authenticated(
+    tmp_path: Path,
+) -> None:
+    store = DirectorySnapshotStore(tmp_path)
+    assert store.recorded_batch_input(3, "stage0-member1-run7") is None
+    assert store.record_batch_input(3, "stage0-member1-run7", {("files", 1): 5}) == {
+        ("files", 1): 5
+    }
+    # a second run of the task (or a concurrent one) gets the first run's record back
+    assert store.record_batch_input(3, "stage0-member1-run7", {("files", 1): 9}) == {
+        ("files", 1): 5
+    }
+    assert store.recorded_batch_input(3, "stage0-member1-run7") == {("files", 1): 5}
+    [record] = (tmp_path / "snapshot-0000000003").glob("input-*.bin")
+    assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
+    record.write_bytes(record.read_bytes()[:-1] + b"\x06")
+    with pytest.raises(SnapshotError, match="fails authentication"):
+        store.recorded_batch_input(3, "stage0-member1-run7")

@@ -19,9 +19,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "stock_exchange.py"
 
 
-def run(out: Path, snapshots: Path, members: int) -> str:
+def run(out: Path, snapshots: Path, members: int, *extra: str) -> str:
     argv = [str(out), "--engine", "spark", "--members", str(members), "--duration", "300"]
-    argv += ["--clock", "trading", "--snapshots", str(snapshots)]
+    argv += ["--clock", "trading", "--snapshots", str(snapshots), *extra]
     result = subprocess.run(
         [sys.executable, str(EXAMPLE), *argv],
         capture_output=True,
@@ -33,13 +33,19 @@ def run(out: Path, snapshots: Path, members: int) -> str:
     return result.stdout
 
 
-def test_an_exactly_once_run_on_spark_continues_at_another_member_count(tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", ["journal", "files"])
+def test_an_exactly_once_run_on_spark_continues_at_another_member_count(
+    tmp_path: Path, source: str
+) -> None:
+    """From the journal, or from the trades a generator appends to a file while it runs (a
+    run publishes its last batch's windows when the next one restores it)."""
     out, snapshots = tmp_path / "out", tmp_path / "snapshots"
-    first_text = run(out, snapshots, 2)
+    extra = ["--source", "files", str(tmp_path / "trades")] if source == "files" else []
+    first_text = run(out, snapshots, 2, *extra)
     assert "the windows match a plain Python count" in first_text
     first = committed(out)
     first_end = max(w.end for w in check_exact(first))
-    second_text = run(out, snapshots, 3)
+    second_text = run(out, snapshots, 3, *extra)
     assert "continuing from snapshot" in second_text
     union = committed(out)
     assert max(w.end for w in check_exact(union)) > first_end

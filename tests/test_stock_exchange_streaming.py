@@ -114,6 +114,28 @@ def test_a_second_run_with_the_snapshots_continues_without_duplicates(tmp_path, 
         assert union[name] == windows
 
 
+def test_trades_appended_to_a_file_are_committed_exactly_once_across_runs(tmp_path, capsys):
+    """`--source files DIR`: a generator appends the trades to DIR/trades.log as the job reads
+    it; the next run (after a writer killed mid-line left a partial line) goes on exactly."""
+    out, snapshots, trades = tmp_path / "out", tmp_path / "snapshots", tmp_path / "trades"
+    run(out, snapshots, "--source", "files", str(trades))
+    first = committed(out)
+    first_end = max(w.end for w in check_exact(first))
+    assert "appended to" in capsys.readouterr().out
+    written = (trades / "trades.log").read_text().splitlines()
+    assert written[:3] == [stock.trade_line(stock.trade(n)) for n in range(3)]
+    with open(trades / "trades.log", "a") as file:
+        file.write(stock.trade_line(stock.trade(len(written)))[:7])
+    run(out, snapshots, "--source", "files", str(trades), "--members", "3")
+    assert "continuing from snapshot" in capsys.readouterr().out
+    union = committed(out)
+    assert max(w.end for w in check_exact(union)) > first_end
+    for name, windows in first.items():
+        assert union[name] == windows
+    lines = (trades / "trades.log").read_text().splitlines()
+    assert lines == [stock.trade_line(stock.trade(n)) for n in range(len(lines))]
+
+
 def test_continuing_at_other_member_counts_reuses_no_file_name(tmp_path, capsys):
     """3 -> 2 -> 3 members: sink processor 2 comes back and must not overwrite its old files."""
     out, snapshots = tmp_path / "out", tmp_path / "snapshots"
@@ -139,4 +161,6 @@ def test_unbounded_usage_errors_exit_2(tmp_path, capsys):
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "part-00000-00000000").write_text("")
     assert exit_code(str(tmp_path / "old"), "--duration", "1") == 2
+    assert exit_code("--source", "files", str(tmp_path / "t")) == 2  # bounded: no --source
+    assert exit_code("--duration", "1", "--source", "kafka") == 2
     assert "holds the output of an earlier run" in capsys.readouterr().err

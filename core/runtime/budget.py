@@ -6,6 +6,10 @@ starts, so that a Spark task retried from the same snapshot emits exactly the sa
 cap sits in the outbox, so any replayable source honours it without knowing of micro-batches:
 once the budget is spent, offers are refused as if the outbox were full; the source's
 `complete()` returns False with nothing emitted, and the tasklet saves the batch's snapshot.
+
+A source with less at hand than its budget ends its batch early, with what it had. A task
+run again (after a lost executor, while other tasks have read the first run's output) must
+not emit more: it gets the first run's count as an exact budget and emits exactly that many.
 """
 
 from __future__ import annotations
@@ -19,12 +23,17 @@ from jetspark.core.watermark import Watermark
 
 
 class BudgetedOutbox(TaskletOutbox):
-    """A TaskletOutbox that accepts at most `budget` items (watermarks do not count)."""
+    """A TaskletOutbox that accepts at most `budget` items (watermarks do not count); with
+    `exact`, the batch's input ends only once all of them were emitted (a task run again)."""
 
-    def __init__(self, capacities: Sequence[int], owner: str, budget: int) -> None:
+    def __init__(
+        self, capacities: Sequence[int], owner: str, budget: int, exact: bool = False
+    ) -> None:
         super().__init__(capacities, owner)
+        self.granted = budget
         self.budget = budget
         """Items this outbox still accepts."""
+        self.exact = exact
         offer = self.offer
         sliced = self.offer_items if len(capacities) == 1 else None
         """The one-bucket outbox takes a batch as one slice, without calling `offer`."""
@@ -49,3 +58,13 @@ class BudgetedOutbox(TaskletOutbox):
 
         self.offer = budgeted_offer  # type: ignore[method-assign]
         self.offer_items = budgeted_offer_items  # type: ignore[method-assign]
+
+    @property
+    def spent(self) -> int:
+        """The items emitted so far."""
+        return self.granted - self.budget
+
+    @property
+    def owes_items(self) -> bool:
+        """True while an exact budget is not spent: the batch's input has not ended yet."""
+        return self.exact and self.budget > 0

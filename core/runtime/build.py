@@ -217,9 +217,9 @@ def _tasklet(
     """The tasklet of one processor, with its outbox, routers, inbound streams and coalescer."""
     owner = f"vertex '{vertex.name}' processor #{index}"
     capacities = [e.queue_size for e in vertex.outbound]
-    budget = _source_budget(vertex, snapshots)
+    budget = _source_budget(vertex, index, snapshots)
     if budget is not None:
-        outbox: TaskletOutbox = BudgetedOutbox(capacities, owner, budget)
+        outbox: TaskletOutbox = BudgetedOutbox(capacities, owner, *budget)
     else:
         outbox = TaskletOutbox(capacities, owner)
     routers = [
@@ -247,16 +247,21 @@ def _tasklet(
     return tasklet
 
 
-def _source_budget(vertex: VertexPlan, snapshots: SnapshotCoordinator | None) -> int | None:
-    """The items a source processor may emit in this micro-batch; None: no limit."""
+def _source_budget(
+    vertex: VertexPlan, index: int, snapshots: SnapshotCoordinator | None
+) -> tuple[int, bool] | None:
+    """The items a source processor may emit in this micro-batch, and whether it must emit
+    exactly that many (a task run again); None: no limit."""
     if (
         snapshots is None
+        or snapshots.source_item_budget is None
         or vertex.inbound
         or vertex.name in snapshots.sources_read_to_the_end
         or vertex.name in snapshots.unbudgeted_sources
     ):
         return None
-    return snapshots.source_item_budget
+    replayed = snapshots.replayed_input.get((vertex.name, index))
+    return (snapshots.source_item_budget, False) if replayed is None else (replayed, True)
 
 
 def _streams(

@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from jetspark.core.config import ProcessingGuarantee
@@ -62,6 +63,9 @@ class SnapshotCoordinator:
     unbudgeted_sources: frozenset[str] = frozenset()
     """Micro-batch runs: source vertices that read all their batch's input (a Spark stream's
     batch), with no item budget."""
+    replayed_input: Mapping[ProcessorKey, int] = MappingProxyType({})
+    """Micro-batch runs of a task that ran before: the items each of its source processors
+    emitted then, which it must emit again, exactly."""
 
     def __init__(
         self,

@@ -24,6 +24,7 @@ reported its final state.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from jetspark.core.context import Context
 from jetspark.core.inbox import ArrayDequeInbox
 from jetspark.core.processor import Processor
 from jetspark.core.runtime.barrier import BarrierAligner, SnapshotBarrier
+from jetspark.core.runtime.budget import BudgetedOutbox
 from jetspark.core.runtime.coalescer import WatermarkCoalescer
 from jetspark.core.runtime.inbound import InboundStream
 from jetspark.core.runtime.outbox import TaskletOutbox
@@ -48,6 +50,8 @@ from jetspark.edges.routing import Router
 
 RESTORE_BATCH = 1024
 """Snapshot entries per `restore_from_snapshot` inbox."""
+REPLAY_PATIENCE_SECONDS = 300.0
+"""How long a task run again waits for its source to emit an item the first run emitted."""
 
 
 class SnapshottingTasklet(ProcessorTasklet):
@@ -98,6 +102,8 @@ class SnapshottingTasklet(ProcessorTasklet):
         self._batch_input_ended = False
         """Micro-batch runs: `complete()` returned False with nothing emitted and an empty
         outbox (idle, or out of its item budget), so this run's snapshot may be saved."""
+        self._replay_deadline: float | None = None
+        self._replay_spent = 0
         if restored is not None:
             self._state = self._restore
 
@@ -181,9 +187,27 @@ class SnapshottingTasklet(ProcessorTasklet):
             and self.outbox.is_empty()
             and self.vertex_name not in coordinator.sources_read_to_the_end
         ):
-            self._batch_input_ended = True
-            result |= MADE_PROGRESS
+            if isinstance(self.outbox, BudgetedOutbox) and self.outbox.owes_items:
+                self._await_replay(self.outbox)
+            else:
+                self._batch_input_ended = True
+                result |= MADE_PROGRESS
         return result
+
+    def _await_replay(self, outbox: BudgetedOutbox) -> None:
+        """A task run again waits for its source to emit what the first run emitted; a source
+        that emits nothing for REPLAY_PATIENCE_SECONDS fails the task."""
+        now = time.monotonic()
+        if self._replay_deadline is None or outbox.spent != self._replay_spent:
+            self._replay_spent = outbox.spent
+            self._replay_deadline = now + REPLAY_PATIENCE_SECONDS
+        elif now > self._replay_deadline:
+            raise RuntimeError(
+                f"this batch's task ran before and its source emitted {outbox.granted} items "
+                f"then; running again it emitted {outbox.spent} and no more for "
+                f"{REPLAY_PATIENCE_SECONDS:g} s: the source does not replay its input (was "
+                "it deleted or truncated?), so the batch cannot be redone exactly"
+            )
 
     def _begin_save(self, snapshot_id: int, resume: Callable[[], int]) -> int:
         self._saving_id = snapshot_id

@@ -15,7 +15,9 @@ runtime is built with a `BatchCoordinator` in place of the continuous SnapshotCo
   which commits snapshot k (writes its manifest) once the whole Spark job succeeded.
 
 A retried task restores the same state and reads the same bounded input, so it redoes exactly
-the same work: nothing is lost or duplicated.
+the same work: nothing is lost or duplicated. A source may end a batch short of its budget
+(it had no more at hand), so the first run of each task records what its sources emitted
+(`DirectorySnapshotStore.record_batch_input`) and a task run again emits exactly that.
 """
 
 from __future__ import annotations
@@ -87,6 +89,10 @@ class BatchSpec:
     restore: RestoreSpec | None = None
     sources_read_to_the_end: frozenset[str] = field(default_factory=frozenset)
     unbudgeted_sources: frozenset[str] = field(default_factory=frozenset)
+    run: str = "0"
+    """Names this run of the batch (letters and digits): a task run again within it redoes
+    its first run's input exactly; a driver that runs the batch again after a crash starts
+    afresh (another member count may give the processors other input)."""
 
 
 class _NoStore:
@@ -108,7 +114,9 @@ class _NoStore:
 class BatchCoordinator(SnapshotCoordinator):
     """The snapshot coordinator of one task of one micro-batch (module docstring)."""
 
-    def __init__(self, plan: JobPlan, spec: BatchSpec, member: int, vertices: list[str]) -> None:
+    def __init__(
+        self, plan: JobPlan, spec: BatchSpec, stage: int, member: int, vertices: list[str]
+    ) -> None:
         super().__init__(plan, _NoStore(spec.snapshot_id))  # type: ignore[arg-type]
         self.spec = spec
         self.batch_snapshot_id = spec.snapshot_id
@@ -118,7 +126,16 @@ class BatchCoordinator(SnapshotCoordinator):
         self._in_progress = True
         self._member = member
         self._vertices = vertices
+        self._task = f"stage{stage}-member{member}"
+        if any(not plan.vertices[name].inbound for name in vertices):
+            recorded = spec.store.recorded_batch_input(spec.snapshot_id, self._input_record)
+            if recorded is not None:
+                self.replayed_input = recorded
         self._routed = spec.restore.route(plan, member, vertices) if spec.restore else None
+
+    @property
+    def _input_record(self) -> str:
+        return f"{self._task}-run{self.spec.run}"
 
     def restored(self, vertex: str, index: int) -> RestoredProcessor | None:
         """What the processor restores from the last snapshot (None in a job's first batch)."""
@@ -135,24 +152,28 @@ class BatchCoordinator(SnapshotCoordinator):
         self.requested_id = self.spec.snapshot_id
 
     def result_records(self, stage: int, tasklets: list[Any]) -> Iterator[Any]:
-        """Writes the part of this task's processors; yields one record naming it and one
+        """Records what the task's sources emitted (first run only) and writes the part of its
+        processors, before its output can be read; yields one record naming the part and one
         with the batch facts the driver adapts the next batch to."""
         with self._lock:
             states: dict[ProcessorKey, ProcessorSnapshot] = {**self._states, **self._finals}
         spec = self.spec
+        budgeted = {
+            t.key: t.outbox
+            for t in tasklets
+            if isinstance(getattr(t, "outbox", None), BudgetedOutbox)
+        }
+        if budgeted and not self.replayed_input:
+            emitted = {key: outbox.spent for key, outbox in budgeted.items()}
+            spec.store.record_batch_input(spec.snapshot_id, self._input_record, emitted)
         task = TaskContext.get()
         attempt = task.attemptNumber() if task is not None else 0
         # a name per attempt: a late or speculative attempt never replaces the part the
         # driver commits (the one of the attempt whose records it collected)
-        name = f"stage{stage}-member{self._member}-attempt{attempt}"
+        name = f"{self._task}-attempt{attempt}"
         tag = spec.store.write_part(spec.snapshot_id, name, states)
         yield result_record(self._member, stage, SNAPSHOT, name, (tag, held_by(states)))
-        budgets = [
-            t.outbox.budget
-            for t in tasklets
-            if isinstance(getattr(t, "outbox", None), BudgetedOutbox)
-        ]
         state_bytes = sum(len(s.data) for s in states.values())
-        exhausted = any(left <= 0 for left in budgets)
-        spent = sum(spec.item_budget - left for left in budgets)
+        exhausted = any(o.spent >= spec.item_budget for o in budgeted.values())
+        spent = sum(o.spent for o in budgeted.values())
         yield result_record(self._member, stage, BATCH, "", (spent, exhausted, state_bytes))

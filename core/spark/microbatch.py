@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import secrets
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -170,6 +171,7 @@ class MicroBatchRunner:
                 restore=_restore_spec(last, plan) if last is not None else None,
                 sources_read_to_the_end=self._read_to_the_end,
                 unbudgeted_sources=frozenset(rdd_sources or ()),
+                run=secrets.token_hex(8),
             )
             engine.context.setJobGroup(
                 job.group,

@@ -46,7 +46,7 @@ class StageTask:
         batch = None
         try:
             if self.batch is not None:
-                batch = BatchCoordinator(plan, self.batch, member, self.vertices)
+                batch = BatchCoordinator(plan, self.batch, self.stage, member, self.vertices)
             runtime = build_member(
                 plan, [member], self.vertices, exchange=exchange, snapshots=batch
             )
