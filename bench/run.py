@@ -45,6 +45,7 @@ ROWS = (
     "members",
     "memory",
     "streaming",
+    "watermark",
 )
 _LOCAL_ROWS = frozenset({"local", "partitioner", "process"})
 """Rows that need no SparkContext in this process ("process" starts its own, per command)."""
@@ -236,7 +237,7 @@ def _spark_runners(
     spark: Any, corpora: Corpora, sizes: Sizes, rounds: int, quick_rounds: int
 ) -> dict[str, Callable[[], list[Row]]]:
     """The rows that run on `spark`, a `spark_rows.Spark`, by name."""
-    from bench import spark_rows, streaming_rows
+    from bench import spark_rows, streaming_rows, watermark_rows
 
     text, megabytes = corpora.text(sizes.word_count), corpora.megabytes(sizes.word_count)
     return {
@@ -267,6 +268,7 @@ def _spark_runners(
         "streaming": lambda: streaming_rows.streaming(
             spark, sizes.stream_seconds, rounds, sizes.stream_local_events
         ),
+        "watermark": lambda: watermark_rows.watermark_delay(spark, rounds),
     }
 
 
