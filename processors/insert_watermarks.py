@@ -7,6 +7,7 @@ from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
+from jetspark.core.inbox import ArrayDequeInbox, Inbox
 from jetspark.core.outbox import Outbox
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.core.traversers import AppendableTraverser
@@ -59,6 +60,53 @@ class InsertWatermarksP(AbstractProcessor):
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
         self._last_item_at = self._clock()
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        """`try_process_item` for a whole ArrayDequeInbox in one loop: what the profile of the
+        stock-exchange DAG showed as half its time, per item, now a few lookups."""
+        if not isinstance(inbox, ArrayDequeInbox):
+            super().process(ordinal, inbox)
+            return
+        queue = inbox.queue
+        if self._emitting:  # the watermark or item of the head item was refused
+            if not self._flush():
+                return
+            queue.popleft()
+        if not queue:
+            return
+        if self._idle_timeout > 0:
+            self._last_item_at = self._clock()
+        self._idle = False
+        offer = self.outbox.offer
+        timestamp_fn, report_event = self._timestamp_fn, self._policy.report_event
+        throttle_wm = self._emission_policy.throttle_wm
+        last = self._last_emitted
+        unchanged = None  # the policy's watermark when it last made nothing new of `last`
+        try:
+            while queue:
+                item = queue[0]
+                watermark_now = report_event(timestamp_fn(item))
+                # the emission policy is a function of (watermark, last emitted): asked again
+                # with both unchanged, it answers "nothing new" again (most items, in order)
+                if watermark_now != unchanged:
+                    throttled = throttle_wm(watermark_now, last)
+                    if throttled <= last:
+                        unchanged = watermark_now
+                    else:
+                        last, unchanged = throttled, None
+                        watermark = Watermark(throttled)
+                        if not offer(watermark):
+                            self._out.append(watermark)
+                            self._out.append(item)
+                            self._emitting = True
+                            return
+                if not offer(item):
+                    self._out.append(item)
+                    self._emitting = True
+                    return
+                queue.popleft()
+        finally:
+            self._last_emitted = last
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         if not self._emitting:

@@ -105,12 +105,13 @@ class JournalSourceP(AbstractProcessor):
         length, item_at = self._journal.read(self.context)
         step = self._partition_count
         next_offsets = self._next
+        offer = self.outbox.offer
         while True:
             offset, partition = heap[0]
             if offset >= length:
                 return self._bounded
             item = item_at(offset)
-            if item is not None and not self.try_emit(item):
+            if item is not None and not offer(item):
                 return False
             next_offsets[partition] = offset + step
             heapq.heapreplace(heap, (offset + step, partition))

@@ -22,12 +22,14 @@ from jetspark.processors.aggregation import accumulate_by_key, merge_restored
 from jetspark.processors.emission import ResumableEmission
 from jetspark.processors.functions import KeyFns, PerOrdinal, drain, entry_key, entry_value
 from jetspark.processors.snapshots import RestoredMinimum
+from jetspark.processors.watermark_policies import MAX_TIMESTAMP, MIN_TIMESTAMP
 from jetspark.processors.windowing import (
     KeyedWindowResult,
     SlidingWindowPolicy,
     TimestampFns,
     TimestampKind,
     WindowResultFn,
+    clamped_timestamp,
     log_late_event,
 )
 
@@ -205,7 +207,12 @@ class _FrameOfEvent:
     window_policy: SlidingWindowPolicy
 
     def __call__(self, item: Any) -> int:
-        return self.window_policy.higher_frame_ts(self.timestamp_fn(item))
+        # `window_policy.higher_frame_ts(timestamp)` inlined: called once per event
+        policy = self.window_policy
+        size = policy.frame_size
+        later = self.timestamp_fn(item) + size
+        label = later - (later - policy.frame_offset) % size
+        return label if MIN_TIMESTAMP <= label <= MAX_TIMESTAMP else clamped_timestamp(label)
 
 
 def _frame_fns(

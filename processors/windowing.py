@@ -93,13 +93,13 @@ class SlidingWindowPolicy:
     def floor_frame_ts(self, timestamp: int) -> int:
         """The highest frame boundary <= `timestamp` (the start of its frame), clamped to Java's
         long range as Jet's is (MIN_TIMESTAMP..MAX_TIMESTAMP)."""
-        return _clamped(timestamp - (timestamp - self.frame_offset) % self.frame_size)
+        return clamped_timestamp(timestamp - (timestamp - self.frame_offset) % self.frame_size)
 
     def higher_frame_ts(self, timestamp: int) -> int:
         """The lowest frame boundary > `timestamp`: the label (exclusive end) of its frame,
         clamped like `floor_frame_ts`."""
         later = timestamp + self.frame_size
-        return _clamped(later - (later - self.frame_offset) % self.frame_size)
+        return clamped_timestamp(later - (later - self.frame_offset) % self.frame_size)
 
     def with_offset(self, offset: int) -> SlidingWindowPolicy:
         """The same windows with frame boundaries shifted to `offset` (mod the frame size)."""
@@ -110,7 +110,8 @@ class SlidingWindowPolicy:
         return replace(self, window_size=self.frame_size)
 
 
-def _clamped(timestamp: int) -> int:
+def clamped_timestamp(timestamp: int) -> int:
+    """`timestamp` within Java's long range (MIN_TIMESTAMP..MAX_TIMESTAMP), as Jet's are."""
     if MIN_TIMESTAMP <= timestamp <= MAX_TIMESTAMP:
         return timestamp
     return MIN_TIMESTAMP if timestamp < MIN_TIMESTAMP else MAX_TIMESTAMP
