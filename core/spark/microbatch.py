@@ -10,7 +10,8 @@ committed snapshot, which is when transactional sinks publish what it holds.
 The snapshot interval is the batch length: when the sources had nothing more to read, the next
 batch starts one interval after the previous one started; while they are behind (a source
 spent its budget), the next one starts at once, with the budget scaled so that a batch takes
-about one interval. The loop ends when every processor has completed (a bounded job, whose
+about BUSY_FRACTION of an interval: a transactional sink publishes what batch k read when batch
+k+1 commits, so that leaves room for the batches' jitter within two intervals. The loop ends when every processor has completed (a bounded job, whose
 results then equal those of the same DAG without a guarantee) or when the job is cancelled.
 """
 
@@ -46,6 +47,8 @@ _log = logging.getLogger("jetspark.spark")
 INITIAL_ITEM_BUDGET = 20_000
 """Items per source processor in a job's first batch; later batches adapt it."""
 _MAX_GROWTH = 4.0
+BUSY_FRACTION = 0.8
+"""The share of a snapshot interval a batch whose sources are behind is sized to take."""
 
 
 @dataclass(frozen=True)
@@ -233,13 +236,14 @@ class MicroBatchRunner:
         return parts, (spent, behind, state_bytes)
 
     def _adapt(self, report: BatchReport, interval: float) -> None:
-        """Scales the item budget so that a batch whose sources are behind takes about one
-        interval, never below the initial budget: a batch has a fixed cost (a Spark job, task
-        start, restore), and shrinking the budget under it would lower throughput, not the
-        batch's duration."""
+        """Scales the item budget so that a batch whose sources are behind takes about
+        BUSY_FRACTION of an interval, never below the initial budget: a batch has a fixed cost
+        (a Spark job, task start, restore), and shrinking the budget under it would lower
+        throughput, not the batch's duration."""
         if self._fixed_budget or not report.behind or report.duration_seconds <= 0:
             return
-        factor = min(_MAX_GROWTH, max(1 / _MAX_GROWTH, interval / report.duration_seconds))
+        target = BUSY_FRACTION * interval
+        factor = min(_MAX_GROWTH, max(1 / _MAX_GROWTH, target / report.duration_seconds))
         self._budget = max(INITIAL_ITEM_BUDGET, int(self._budget * factor))
 
     def _restorable(self, snapshot: Snapshot | None) -> Snapshot | None:
