@@ -23,6 +23,7 @@ from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, Snaps
 from jetspark.core.spark.explain import explain_plan
 from jetspark.core.spark.failures import spark_job_error
 from jetspark.core.spark.guarantees import check_streaming_job
+from jetspark.core.spark.job_group import wait_for_tasks_to_end
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.microbatch import MicroBatchRunner
 from jetspark.core.spark.records import LIST, MAP, METRICS, RESULT
@@ -240,6 +241,8 @@ class SparkEngine:
                 plan.close(error)
             except BaseException as failure:
                 error = error or failure
+        if error is not None:
+            wait_for_tasks_to_end(self.context, job.group)
         job.mark_ended(error)
 
     def _execute_batches(
@@ -258,6 +261,7 @@ class SparkEngine:
                 run_streaming_query(runner, config, name, vertex, frame, restore_from is not None)
         except BaseException as failure:
             error = _job_error(failure, job)
+            wait_for_tasks_to_end(self.context, job.group)
         job.mark_ended(error)
 
     def _apply(self, results: list[Any]) -> JobMetrics:

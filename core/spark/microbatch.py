@@ -11,8 +11,9 @@ The snapshot interval is the batch length: when the sources had nothing more to 
 batch starts one interval after the previous one started; while they are behind (a source
 spent its budget), the next one starts at once, with the budget scaled so that a batch takes
 about BUSY_FRACTION of an interval: a transactional sink publishes what batch k read when batch
-k+1 commits, so that leaves room for the batches' jitter within two intervals. The loop ends when every processor has completed (a bounded job, whose
-results then equal those of the same DAG without a guarantee) or when the job is cancelled.
+k+1 commits, so that leaves room for the batches' jitter within two intervals. The loop ends
+when every processor has completed (a bounded job, whose results then equal those of the same
+DAG without a guarantee) or when the job is cancelled.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from jetspark.core.job import Job
+from jetspark.core.spark.job_group import group_stages
 
 POLL_SECONDS = 0.5
 _BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} tasks [{elapsed}]"
@@ -76,16 +77,7 @@ class StageProgress:
         self._bars.clear()
 
     def _stages(self) -> list[Any]:
-        stages = []
-        for job_id in self._tracker.getJobIdsForGroup(self._group):
-            info = self._tracker.getJobInfo(job_id)
-            for stage_id in info.stageIds if info is not None else ():
-                if stage_id in self._finished:
-                    continue
-                stage = self._tracker.getStageInfo(stage_id)
-                if stage is not None and stage.numTasks:
-                    stages.append(stage)
-        return sorted(stages, key=lambda s: s.stageId)
+        return group_stages(self._tracker, self._group, skip=self._finished)
 
     def _draw(self, stage: Any, done: bool) -> None:
         bar = self._bars.get(stage.stageId)
