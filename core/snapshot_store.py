@@ -264,11 +264,10 @@ class DirectorySnapshotStore:
         returns the record that stands (see `recorded_batch_input`)."""
         if not _PART_NAME.fullmatch(name):
             raise ValueError(f"a task name is letters, digits, '-' and '_', got {name!r}")
-        target = self._path(snapshot_id)
-        os.makedirs(target, mode=_PRIVATE_DIRECTORY, exist_ok=True)
+        os.makedirs(self._path(snapshot_id), mode=_PRIVATE_DIRECTORY, exist_ok=True)
         entries = sorted((vertex, index, count) for (vertex, index), count in emitted.items())
         body = _pack([_INPUT_FORMAT, snapshot_id, name, entries])
-        path = os.path.join(target, f"input-{name}.bin")
+        path = self._input_path(snapshot_id, name)
         if write_atomically(path, self._tag(body) + body, _PRIVATE_FILE, replace=False):
             return dict(emitted)
         recorded = self.recorded_batch_input(snapshot_id, name)
@@ -280,7 +279,7 @@ class DirectorySnapshotStore:
         the task got that far), once authenticated: a task run again, as Spark does after a
         lost executor while other tasks have read the first run's output, must emit exactly
         the same input, not what its sources hold by now."""
-        path = os.path.join(self._path(snapshot_id), f"input-{name}.bin")
+        path = self._input_path(snapshot_id, name)
         try:
             record = _unpack(self._authentic(path))
         except FileNotFoundError:
@@ -288,6 +287,9 @@ class DirectorySnapshotStore:
         if len(record) != 4 or record[:3] != (_INPUT_FORMAT, snapshot_id, name):
             raise SnapshotError(f"{path} is not the input record of task {name!r}")
         return {(vertex, index): count for vertex, index, count in record[3]}
+
+    def _input_path(self, snapshot_id: int, name: str) -> str:
+        return os.path.join(self._path(snapshot_id), f"input-{name}.bin")
 
     def commit(
         self,

@@ -316,11 +316,15 @@ def _whole_lines(path: Path) -> int:
     """The whole lines of `path` (0 if it does not exist), after cutting off a partial one."""
     if not path.exists():
         return 0
+    lines = whole = 0
     with open(path, "r+b") as file:
-        data = file.read()
-        whole = data.rfind(b"\n") + 1
+        while chunk := file.read(1 << 20):  # a file of hours of trades is never read whole
+            start = file.tell() - len(chunk)
+            if (last := chunk.rfind(b"\n")) >= 0:
+                lines += chunk.count(b"\n")
+                whole = start + last + 1
         file.truncate(whole)
-    return data.count(b"\n", 0, whole)
+    return lines
 
 
 class TradingClock:

@@ -79,34 +79,27 @@ class InsertWatermarksP(AbstractProcessor):
         self._idle = False
         offer = self.outbox.offer
         timestamp_fn, report_event = self._timestamp_fn, self._policy.report_event
-        throttle_wm = self._emission_policy.throttle_wm
-        last = self._last_emitted
-        unchanged = None  # the policy's watermark when it last made nothing new of `last`
-        try:
-            while queue:
-                item = queue[0]
-                watermark_now = report_event(timestamp_fn(item))
-                # the emission policy is a function of (watermark, last emitted): asked again
-                # with both unchanged, it answers "nothing new" again (most items, in order)
-                if watermark_now != unchanged:
-                    throttled = throttle_wm(watermark_now, last)
-                    if throttled <= last:
-                        unchanged = watermark_now
-                    else:
-                        last, unchanged = throttled, None
-                        watermark = Watermark(throttled)
-                        if not offer(watermark):
-                            self._out.append(watermark)
-                            self._out.append(item)
-                            self._emitting = True
-                            return
-                if not offer(item):
+        unchanged = None  # the policy's watermark when it last made no new one to emit
+        while queue:
+            item = queue[0]
+            watermark_now = report_event(timestamp_fn(item))
+            # the emission policy is a function of (watermark, last emitted): asked again with
+            # both unchanged, it answers "nothing new" again (most items, in order)
+            if watermark_now != unchanged:
+                if self._offer_watermark(watermark_now):  # the watermark, then the item
+                    unchanged = None
                     self._out.append(item)
                     self._emitting = True
-                    return
-                queue.popleft()
-        finally:
-            self._last_emitted = last
+                    if not self._flush():
+                        return
+                    queue.popleft()
+                    continue
+                unchanged = watermark_now
+            if not offer(item):
+                self._out.append(item)
+                self._emitting = True
+                return
+            queue.popleft()
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         if not self._emitting:

@@ -127,15 +127,12 @@ class BatchCoordinator(SnapshotCoordinator):
         self._member = member
         self._vertices = vertices
         self._task = f"stage{stage}-member{member}"
+        self._input_record = f"{self._task}-run{spec.run}"
         if any(not plan.vertices[name].inbound for name in vertices):
             recorded = spec.store.recorded_batch_input(spec.snapshot_id, self._input_record)
             if recorded is not None:
                 self.replayed_input = recorded
         self._routed = spec.restore.route(plan, member, vertices) if spec.restore else None
-
-    @property
-    def _input_record(self) -> str:
-        return f"{self._task}-run{self.spec.run}"
 
     def restored(self, vertex: str, index: int) -> RestoredProcessor | None:
         """What the processor restores from the last snapshot (None in a job's first batch)."""

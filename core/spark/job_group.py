@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Container
+from collections.abc import Container
 from typing import Any
 
 _log = logging.getLogger("jetspark.spark")
@@ -31,24 +31,18 @@ def group_stages(tracker: Any, group: str, skip: Container[int] = ()) -> list[An
 
 
 def wait_for_tasks_to_end(
-    context: Any,
-    group: str,
-    timeout: float = TASKS_END_TIMEOUT_SECONDS,
-    clock: Callable[[], float] = time.monotonic,
-) -> bool:
-    """Waits until no task of `group` runs any more; False (and a warning) after `timeout`.
+    context: Any, group: str, timeout: float = TASKS_END_TIMEOUT_SECONDS
+) -> None:
+    """Waits until no task of `group` runs any more, or logs a warning after `timeout`.
 
     Spark fails a cancelled or failed job at once, while its running tasks stop only when they
     notice (a Python worker is killed a few seconds later): a job must not look ended while
     its tasks may still write sink files or snapshot parts.
     """
     tracker = context.statusTracker()
-    deadline = clock() + timeout
-    while True:
-        running = sum(stage.numActiveTasks for stage in group_stages(tracker, group))
-        if not running:
-            return True
-        if clock() >= deadline:
+    deadline = time.monotonic() + timeout
+    while running := sum(stage.numActiveTasks for stage in group_stages(tracker, group)):
+        if time.monotonic() >= deadline:
             _log.warning(
                 "%d Spark task(s) of job group %s still run %.0f s after the job ended; they "
                 "may still write to its sinks and snapshot store",
@@ -56,5 +50,5 @@ def wait_for_tasks_to_end(
                 group,
                 timeout,
             )
-            return False
+            return
         time.sleep(_POLL_SECONDS)
