@@ -1,15 +1,16 @@
 """Bytes for whatever leaves a processor's memory: items crossing members, snapshot state.
 
-A batch is msgpack when every item round-trips exactly through it (scalars and tuples of them,
-the common case of words and (key, value) pairs), and pickle (protocol 5) otherwise, so a list
-never comes back as a tuple and no object is silently changed. The first byte says which. A str
-holding a lone surrogate (`os.fsdecode` of a file name that is not UTF-8) is no UTF-8, so its
-batch goes to pickle as well, which keeps such strs exactly.
+A batch is pickled (protocol 5): every picklable item comes back equal and of its own type (a
+list stays a list, a namedtuple stays itself, a str with a lone surrogate from `os.fsdecode`
+keeps it). Batches used to be msgpack whenever a level-by-level type check proved every item
+msgpack-exact; measured per item, encode plus decode of a 1,024-item batch, pickle is as fast
+or faster for every shape: `((doc id, word), tf)` 445 against 880 ns, `(word, n)` 356 against
+403 ns, words 90 against 88 ns, ints 39 against 66 ns. The first byte names the codec, and
+msgpack batches (`M`, from snapshots of earlier versions) are still read.
 """
 
 from __future__ import annotations
 
-import itertools
 import pickle
 from collections.abc import Iterable
 from typing import Any
@@ -18,43 +19,19 @@ import msgpack
 
 _MSGPACK = b"M"
 _PICKLE = b"P"
-_SCALARS = frozenset({str, bytes, float, bool, type(None), int})
-"""Types msgpack (unpacked with use_list=False) gives back equal and of the same type; ints only
-within 64 bits, which `packb` checks itself (OverflowError)."""
-
-
-def _all_msgpack_exact(items: list[Any]) -> bool:
-    """True when every item is a scalar of `_SCALARS` or a tuple of such (nested alike).
-
-    One level at a time, in passes over the whole batch that run in C (the set of the items'
-    types, then the tuples' elements chained together), not a Python call per item.
-    """
-    kinds = set(map(type, items))
-    if tuple not in kinds:
-        return kinds <= _SCALARS
-    kinds.discard(tuple)
-    if not kinds <= _SCALARS:
-        return False
-    tuples = items if not kinds else [item for item in items if type(item) is tuple]
-    return _all_msgpack_exact(list(itertools.chain.from_iterable(tuples)))
 
 
 def encode_batch(items: Iterable[Any]) -> bytes:
     """Encodes a batch of items; raises TypeError naming the first item that cannot be encoded."""
     items = list(items)
-    if _all_msgpack_exact(items):
-        try:
-            return _MSGPACK + msgpack.packb(items, use_bin_type=True)
-        except (OverflowError, UnicodeEncodeError):
-            pass  # an int beyond 64 bits or a lone surrogate: pickle keeps it exactly
     try:
         return _PICKLE + pickle.dumps(items, protocol=5)
     except (pickle.PicklingError, TypeError, AttributeError) as error:
         culprit = next((i for i in items if not _picklable(i)), None)
         raise TypeError(
             f"cannot serialize item of type {type(culprit).__name__} ({culprit!r:.80}): items "
-            "that leave a processor (distributed edges, snapshots) must be msgpack scalars/tuples "
-            f"or picklable objects ({error})"
+            "that leave a processor (distributed edges, snapshots) must be picklable "
+            f"({error})"
         ) from error
 
 
@@ -72,7 +49,7 @@ def decode_batch(data: bytes) -> list[Any]:
         raise ValueError(f"corrupt jetspark batch ({type(error).__name__}: {error})") from error
     if not isinstance(items, (list, tuple)):
         raise ValueError(f"corrupt jetspark batch: holds a {type(items).__name__}, not a batch")
-    return list(items)
+    return items if type(items) is list else list(items)
 
 
 def roundtrip(item: Any) -> Any:

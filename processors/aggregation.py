@@ -188,7 +188,10 @@ class GroupByKeyP(AbstractProcessor):
         del unemitted[-_RESULT_CHUNK:]
         entries.reverse()
         finish, map_to_output = self._op.finish_fn, self._map_to_output_fn
-        self._results = [map_to_output(key, finish(acc)) for key, acc in entries]
+        if finish is whole_item and map_to_output is entry:  # the entries are the results
+            self._results = entries
+        else:
+            self._results = [map_to_output(key, finish(acc)) for key, acc in entries]
         self._entries, self._emitted = entries, 0
         self._plain = is_plain_batch(self._results)
         return True

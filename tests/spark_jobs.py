@@ -232,11 +232,17 @@ SMALL_QUEUES = EdgeConfig(queue_size=4)
 """So that an early item stuck behind late ones would stop the stage: a hang, not a pass."""
 
 
-def priority_dag(members: int, one_upstream_stage: bool) -> DAG:
-    """`merge` (a Recorder) gets `early` on ordinal 1 at priority -1 and `late` on ordinal 0 at
-    priority 0, over distributed edges. The two sources are two upstream stages (Spark's union
-    keeps the order), or, tied by local edges into one more vertex, one stage (Spark's sort
-    keeps it). Two source vertices, as one vertex feeding both edges would hang in Jet too."""
+PRIORITY_SHAPES = ("union", "sort", "resort")
+
+
+def priority_dag(members: int, shape: str) -> DAG:
+    """`merge` (a Recorder) gets `early` on ordinal 1 at priority -2 and `late` on ordinal 0 at
+    priority 0, over distributed edges. In shape "union" the two sources are two upstream stages
+    (Spark's union keeps the order); in "sort", tied by local edges into one more vertex, they
+    are one stage (its sorted shuffle keeps it); "resort" adds `middle` on ordinal 2 at priority
+    -1 from a third source in a stage of its own, so that the union of the two upstream stages
+    would deliver `late` before `middle` unless Spark sorts it again. Separate source vertices,
+    as one vertex feeding two edges of different priorities would hang in Jet too."""
     upstreams = members * LP
 
     def source(tag: str) -> ScriptSource:
@@ -244,15 +250,18 @@ def priority_dag(members: int, one_upstream_stage: bool) -> DAG:
             {u: [(tag, j) for j in range(u, PRIORITY_ITEMS, upstreams)] for u in range(upstreams)}
         )
 
-    dag = DAG(f"priority-{'sort' if one_upstream_stage else 'union'}")
+    dag = DAG(f"priority-{shape}")
     late = dag.new_vertex("late", lambda: source("late"), LP)
     early = dag.new_vertex("early", lambda: source("early"), LP)
     merge = dag.new_vertex("merge", lambda: Recorder("merged"), LP)
     dag.edge(from_(late).to(merge, 0).distributed().set_config(SMALL_QUEUES))
-    dag.edge(from_(early).to(merge, 1).distributed().priority(-1).set_config(SMALL_QUEUES))
-    if one_upstream_stage:
+    dag.edge(from_(early).to(merge, 1).distributed().priority(-2).set_config(SMALL_QUEUES))
+    if shape in ("sort", "resort"):
         tie = dag.new_vertex("tie", lambda: FlatMap(_nothing), 1)
         dag.edge(from_(late, 1).to(tie, 0)).edge(from_(early, 1).to(tie, 1))
+    if shape == "resort":
+        middle = dag.new_vertex("middle", lambda: source("middle"), LP)
+        dag.edge(from_(middle).to(merge, 2).distributed().priority(-1).set_config(SMALL_QUEUES))
     return dag
 
 
@@ -264,31 +273,38 @@ def _alone(item: Any) -> list[Any]:
     return [item]
 
 
-def run_priority(one_upstream_stage: bool) -> Callable[[Engine, Path], tuple[Job, Any]]:
-    """The job of `priority_dag`: every item per ordinal, and the processors that got any
-    priority -1 item after a priority 0 item."""
+PRIORITY_OF_ORDINAL = {0: 0, 1: -2, 2: -1}
+"""merge's inbound priorities."""
+
+
+def run_priority(shape: str) -> Callable[[Engine, Path], tuple[Job, Any]]:
+    """The job of `priority_dag`: every item per ordinal, and the processors that got any item
+    after one of a higher priority number."""
 
     def run(engine: Engine, workdir: Path) -> tuple[Job, Any]:
-        dag = priority_dag(engine.members, one_upstream_stage)
+        dag = priority_dag(engine.members, shape)
         job = execute(engine, dag, {"merged": []})
         log = [entry for entry in engine.get_list("merged") if entry[1] == "item"]
         disorderly = set()
         for index in range(engine.members * LP):
-            ordinals = [entry[2] for entry in log if entry[0] == index]
-            if 0 in ordinals and 1 in ordinals[ordinals.index(0) :]:
+            priorities = [PRIORITY_OF_ORDINAL[entry[2]] for entry in log if entry[0] == index]
+            if priorities != sorted(priorities):
                 disorderly.add(index)
-        by_ordinal = {o: sorted(e[3] for e in log if e[2] == o) for o in (0, 1)}
+        by_ordinal = {o: sorted(e[3] for e in log if e[2] == o) for o in {e[2] for e in log}}
         return job, {"items": by_ordinal, "disorderly_processors": sorted(disorderly)}
 
     return run
 
 
-def expected_priority() -> Any:
+def expected_priority(shape: str) -> Callable[[], Any]:
     """Every item once on its ordinal, and no processor out of order."""
-    items = {
-        o: [(tag, j) for j in range(PRIORITY_ITEMS)] for o, tag in enumerate(("late", "early"))
-    }
-    return {"items": items, "disorderly_processors": []}
+
+    def expected() -> Any:
+        tags = ("late", "early", "middle") if shape == "resort" else ("late", "early")
+        items = {o: [(tag, j) for j in range(PRIORITY_ITEMS)] for o, tag in enumerate(tags)}
+        return {"items": items, "disorderly_processors": []}
+
+    return expected
 
 
 # --- a local edge between stages: a member-preserving exchange --------------------------------
@@ -454,8 +470,10 @@ JOBS = {
     "word_count": JobCase(run_word_count, expected_word_count),
     "tf_idf": JobCase(run_tf_idf, expected_tf_idf),
     "routing": JobCase(run_routing, expected_routing),
-    "priority_union": JobCase(run_priority(False), expected_priority),
-    "priority_sort": JobCase(run_priority(True), expected_priority),
+    **{
+        f"priority_{shape}": JobCase(run_priority(shape), expected_priority(shape))
+        for shape in PRIORITY_SHAPES
+    },
     "exchange": JobCase(run_exchange, expected_exchange),
     "windowed_count": JobCase(run_windowed_count, expected_windowed_count),
     "retry": JobCase(run_retry, expected_retry),

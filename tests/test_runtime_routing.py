@@ -118,6 +118,28 @@ def test_partitioned_routing_sends_each_item_to_its_partition_owner(partitioner:
     assert sum(len(c.items) for c in channels) == 100
 
 
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [f"word{i}" for i in range(3 * (1 << 16))],  # more distinct keys than the router keeps
+        [["unhashable", i % 5] for i in range(50)],  # partitioned as the tuple of the same items
+        [1, 1.0, True, ("k", 1), ("k", 1.0), "1", b"1", None] * 3,  # equal in a dict: one owner
+    ],
+    ids=["many", "lists", "equal"],
+)
+def test_default_partitioned_routing_matches_the_partitioner_for_any_key(keys: list) -> None:
+    table = partition_table(True, 3, 2, 271)
+    channels = [Channel(len(keys)) for _ in range(6)]
+    router = PartitionedRouter(channels, lambda item: item[0], DEFAULT, 271, table)
+    items = [(key, n) for n, key in enumerate(keys)]
+    for start in range(0, len(items), 1024):
+        batch = items[start : start + 1024]
+        assert router.route(batch, len(batch)) == len(batch)
+    for owner, channel in enumerate(channels):
+        expected = [item for item in items if table[DEFAULT.partition(item[0], 271)] == owner]
+        assert channel.items == expected
+
+
 def test_partitioned_routing_stops_at_the_first_item_whose_channel_is_full() -> None:
     table = tuple(p % 2 for p in range(4))
     channels = [Channel(1), Channel(10)]

@@ -141,8 +141,9 @@ def _stage_input(
     """The shuffled records a stage reads, with edges of a lower rank first (`Stage.ranks`:
     edge priorities, carried through the stage's local edges).
 
-    Each upstream stage's shuffle is sorted (`_sorted_shuffle`). When each upstream stage
-    sends edges of one rank, their `union` in rank order is free (co-partitioned inputs stay in
+    Each upstream stage's shuffle is sorted (`_sorted_shuffle`, rank second in its key), so each
+    delivers its own ranks in order. When no upstream stage sends a rank lower than one an
+    earlier stage sent, their `union` in that order is free (co-partitioned inputs stay in
     order, DESIGN.md); otherwise Spark sorts the union again on the same key, which spills
     instead of buffering.
     """
@@ -168,10 +169,11 @@ def _is_heir(stages: StagePlan, upstream: int, stage: Stage) -> bool:
 
 
 def _union_keeps_ranks(groups: list[set[int]]) -> bool:
-    """True when inputs in this order deliver every rank after all lower ones."""
+    """True when inputs in this order, each sorted by rank, deliver every rank after all
+    lower ones."""
     seen_max = _FIRST
     for group in groups:
-        if len(group) > 1 or (group and min(group) < seen_max):
+        if group and min(group) < seen_max:
             return False
         if group:
             seen_max = max(group)
