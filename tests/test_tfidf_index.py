@@ -23,7 +23,7 @@ from jetspark.processors.tfidf import (
     derive_stopwords,
     scan_corpus,
 )
-from jetspark.processors.tfidf.index import _write_atomically
+from jetspark.processors.tfidf.index import _write_atomically, write_tsv
 
 STOPWORDS = frozenset({"the", "of", "and", "a"})
 
@@ -208,6 +208,23 @@ def test_tsv_lines_are_word_document_score_sorted_with_escaped_names(tmp_path):
         "jet\tc.txt\t0.5",
         "spark\tsub/b\\tab\\tname.txt\t2.0",
     ]
+
+
+@pytest.mark.parametrize(
+    ("documents", "postings", "expected_order"),
+    [
+        (("a.txt", "b.txt", "c.txt"), ((2, 0.5), (0, 1.5), (1, 1.0)), ["a.txt", "b.txt", "c.txt"]),
+        # escaped, "a\tb" ("a\\tb") sorts after "a\\x" ("a\\\\x"): raw order no longer holds
+        (("a\tb", "a\\x"), ((0, 1.0), (1, 2.0)), ["a\\\\x", "a\\tb"]),
+    ],
+    ids=["postings out of order", "escaping reorders names"],
+)
+def test_tsv_postings_follow_the_escaped_document_names(
+    tmp_path, documents, postings, expected_order
+):
+    write_tsv(tmp_path / "index.tsv", documents, [("word", postings)])
+    lines = (tmp_path / "index.tsv").read_text().splitlines()
+    assert [line.split("\t")[1] for line in lines] == expected_order
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path):
