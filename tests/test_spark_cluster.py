@@ -37,11 +37,12 @@ def _free_port() -> int:
 
 
 def _alive_workers(web_ui_port: int) -> int:
-    """How many workers the master's /json/ lists as ALIVE (0 while it is not answering)."""
+    """How many workers the master's /json/ lists as ALIVE (0 while it is not answering, or
+    answers with an empty or partial page while its web UI starts)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{web_ui_port}/json/", timeout=2) as reply:
             state = json.load(reply)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: json.JSONDecodeError
         return 0
     return sum(1 for worker in state.get("workers", []) if worker.get("state") == "ALIVE")
 
