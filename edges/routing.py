@@ -244,12 +244,15 @@ class PartitionedRouter(Router):
 
 _MEMO_KEYS = 1 << 16
 """How many distinct keys a partitioned router remembers the target of."""
+_MEMO_KEY_LENGTH = 128
+"""The longest str or bytes key remembered: a full memo holds about 20 MB at most."""
 
 
 class _TargetMemo(dict[Any, int]):
     """key -> target channel under the default partitioner, remembered for the first
-    `_MEMO_KEYS` distinct keys: keys repeat (a word's every occurrence), and a dict lookup costs
-    a tenth of msgpack + murmur3. Keys equal in a dict share their partition (`normalise_key`)."""
+    `_MEMO_KEYS` distinct int, str and bytes keys (the short ones): keys repeat (a word's every
+    occurrence), and a dict lookup costs a tenth of msgpack + murmur3. Keys equal in a dict
+    share their partition (`normalise_key`)."""
 
     __slots__ = ("_target_of",)
 
@@ -259,9 +262,14 @@ class _TargetMemo(dict[Any, int]):
 
     def __missing__(self, key: Any) -> int:
         target = self._target_of(key)
-        if len(self) < _MEMO_KEYS:
+        if len(self) < _MEMO_KEYS and _rememberable(key):
             self[key] = target
         return target
+
+
+def _rememberable(key: Any) -> bool:
+    kind = type(key)
+    return kind is int or ((kind is str or kind is bytes) and len(key) <= _MEMO_KEY_LENGTH)
 
 
 def _fitting_prefix(targets: list[int], rooms: list[int]) -> int:

@@ -123,7 +123,7 @@ def test_partitioned_routing_sends_each_item_to_its_partition_owner(partitioner:
     [
         [f"word{i}" for i in range(3 * (1 << 16))],  # more distinct keys than the router keeps
         [["unhashable", i % 5] for i in range(50)],  # partitioned as the tuple of the same items
-        [1, 1.0, True, ("k", 1), ("k", 1.0), "1", b"1", None] * 3,  # equal in a dict: one owner
+        [1, 1.0, True, ("k", 1), ("k", 1.0), "1", b"1", None, "x" * 200] * 3,  # equal: one owner
     ],
     ids=["many", "lists", "equal"],
 )
