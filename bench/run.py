@@ -1,6 +1,6 @@
 """The benchmark runner: every row of issue 9, each a ratio measured in this one process run.
 
-    python -m bench                          # everything, 50 MB, 3 rounds (about 15 minutes)
+    python -m bench                          # everything, 50 MB, 3 rounds (about 20 minutes)
     python -m bench --smoke                  # tiny data, one round: what CI runs
     python -m bench --rows wordcount,local   # some rows only
     python -m bench --corpus ../shared/data/books --rounds 5 --mb 100
