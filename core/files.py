@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Callable
 from typing import IO
 
 _EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -34,11 +35,19 @@ def write_atomically(path: str, data: bytes, mode: int = 0o666, *, replace: bool
     process restarted after a crash) sees the old file or the whole new one, never a part.
     With `replace=False` an existing file stays as it is (the first writer wins, atomically
     even among processes) and False is returned. The temporary file is always removed."""
+    return write_atomically_with(path, lambda file: file.write(data), mode, replace=replace)
+
+
+def write_atomically_with(
+    path: str, write: Callable[[IO[bytes]], object], mode: int = 0o666, *, replace: bool = True
+) -> bool:
+    """`write_atomically` with the content streamed by `write(file)` into the temporary binary
+    file, for content too large to hold in memory at once (an index export)."""
     directory, name = os.path.split(path)
     temporary, file = create_exclusive(directory or ".", f".{name}", mode)
     try:
         with file:
-            file.write(data)
+            write(file)
             file.flush()
             os.fsync(file.fileno())
         if replace:

@@ -16,6 +16,7 @@ import msgpack
 import pytest
 
 from jetspark.core import LocalEngine
+from jetspark.core.files import write_atomically_with
 from jetspark.processors.tfidf import (
     InputError,
     TfIdfIndex,
@@ -23,7 +24,7 @@ from jetspark.processors.tfidf import (
     derive_stopwords,
     scan_corpus,
 )
-from jetspark.processors.tfidf.index import _write_atomically, write_tsv
+from jetspark.processors.tfidf.index import write_tsv
 
 STOPWORDS = frozenset({"the", "of", "and", "a"})
 
@@ -235,7 +236,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        _write_atomically(target, "xb", fail)
+        write_atomically_with(str(target), fail)
     assert target.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["index.msgpack"]
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import itertools
 import os
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import msgpack
 
+from jetspark.core.files import write_atomically, write_atomically_with
 from jetspark.processors.tfidf.errors import InputError
 from jetspark.processors.tfidf.tokenize import ASCII, TOKENIZERS
 
@@ -80,8 +80,7 @@ class TfIdfIndex:
             "documents": list(self.documents),
             "index": {word: sorted(postings) for word, postings in sorted(self.words.items())},
         }
-        packer = msgpack.Packer(use_bin_type=True)
-        _write_atomically(path, "xb", lambda file: file.write(packer.pack(document)))
+        write_atomically(os.fspath(path), msgpack.packb(document, use_bin_type=True))
 
     def write_tsv(self, path: str | os.PathLike[str]) -> None:
         """Writes `word<TAB>document<TAB>score` lines to `path` atomically."""
@@ -147,7 +146,10 @@ def write_tsv(
             prefix = f"{word}\t"
             yield "".join([f"{prefix}{names[d]}\t{score!r}\n" for d, score in by_name(postings)])
 
-    _write_atomically(path, "x", lambda file: file.writelines(blocks()))
+    def write(file: IO[bytes]) -> None:
+        file.writelines(block.encode() for block in blocks())
+
+    write_atomically_with(os.fspath(path), write)
 
 
 def check_writable(path: str | os.PathLike[str]) -> None:
@@ -159,21 +161,3 @@ def check_writable(path: str | os.PathLike[str]) -> None:
         raise InputError(f"cannot write {str(path)!r}: the directory {directory!r} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InputError(f"cannot write {str(path)!r}: the directory {directory!r} is read-only")
-
-
-def _write_atomically(
-    path: str | os.PathLike[str], mode: str, write: Callable[[IO[Any]], object]
-) -> None:
-    """Writes through `write` into a temporary file beside `path`, then renames it to `path`."""
-    directory, name = os.path.split(os.path.abspath(path))
-    temp_path = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(temp_path, mode, encoding=None if "b" in mode else "utf-8") as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp_path, path)
-    except BaseException:
-        if os.path.exists(temp_path):
-            os.unlink(temp_path)
-        raise
