@@ -204,6 +204,10 @@ class PartitionedRouter(Router):
         super().__init__(channels)
         table = tuple(table)
         partition = partitioner.partition
+
+        def computed_targets(batch: list[Any]) -> list[int]:
+            return [table[partition(key_fn(x), partition_count)] for x in batch]
+
         if type(partitioner) is HashCodePartitioner:
 
             def targets_of(batch: list[Any]) -> list[int]:
@@ -216,12 +220,10 @@ class PartitionedRouter(Router):
                 try:
                     return [memo[key_fn(x)] for x in batch]
                 except TypeError:  # an unhashable key (a list), or one murmur cannot take
-                    return [table[partition(key_fn(x), partition_count)] for x in batch]
+                    return computed_targets(batch)
 
         else:
-
-            def targets_of(batch: list[Any]) -> list[int]:
-                return [table[partition(key_fn(x), partition_count)] for x in batch]
+            targets_of = computed_targets
 
         self._targets_of = targets_of
 

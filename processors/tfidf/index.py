@@ -25,7 +25,7 @@ import itertools
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 import msgpack
 
@@ -135,21 +135,17 @@ def write_tsv(
     """
     names = [name.translate(_TSV_ESCAPES) for name in documents]
     in_id_order = all(a <= b for a, b in itertools.pairwise(names))
+    by_name = None if in_id_order else lambda posting: names[posting[0]]
 
-    def by_name(postings: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
-        if in_id_order:
-            return sorted(postings)
-        return sorted(postings, key=lambda posting: names[posting[0]])
-
-    def blocks() -> Iterator[str]:
+    def blocks() -> Iterator[bytes]:
         for word, postings in entries:
             prefix = f"{word}\t"
-            yield "".join([f"{prefix}{names[d]}\t{score!r}\n" for d, score in by_name(postings)])
+            lines = [
+                f"{prefix}{names[d]}\t{score!r}\n" for d, score in sorted(postings, key=by_name)
+            ]
+            yield "".join(lines).encode()
 
-    def write(file: IO[bytes]) -> None:
-        file.writelines(block.encode() for block in blocks())
-
-    write_atomically_with(os.fspath(path), write)
+    write_atomically_with(os.fspath(path), lambda file: file.writelines(blocks()))
 
 
 def check_writable(path: str | os.PathLike[str]) -> None:

@@ -32,6 +32,7 @@ from typing import IO, Any
 import msgpack
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.files import create_exclusive
 from jetspark.partitioning import partition_id
 from jetspark.processors.tfidf.errors import InputError
 from jetspark.processors.tfidf.index import (
@@ -93,8 +94,8 @@ class WriteIndexPartsP(AbstractProcessor):
         return True
 
     def _open(self, partition: int) -> _Part:
-        temp = os.path.join(self._directory, f".{part_name(partition)}.{uuid.uuid4().hex}.tmp")
-        return _Part(open_exclusive(temp), temp)
+        temp, file = create_exclusive(self._directory, f".{part_name(partition)}", 0o644)
+        return _Part(file, temp)
 
     def complete(self) -> bool:
         stats = self.context.stores.get_map(PART_STATS)
