@@ -1,4 +1,4 @@
-"""The TF-IDF DAG has exactly the manual's shape (§8.2.3), and its document readers block."""
+"""The TF-IDF DAG has the manual's shape (§8.2.3), and its document readers block."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The TF-IDF job's own processors under TestSupport, and its document readers.
 
-StopwordsP, TokenizeP and TfIdfP all hold state (whether the set was sent, the stopword set,
-the term frequencies), so every verification runs with snapshots on, including a rescaled
+StopwordsP, TokenizeP, TfP and TfIdfP all hold state (whether the set was sent, the stopword
+set, the term frequencies), so every verification runs with snapshots on, including a rescaled
 restore where the processor sits behind a partitioned edge.
 """
 
@@ -14,9 +14,10 @@ import tracemalloc
 import pytest
 
 from jetspark.core.test_support import TestSupport
+from jetspark.core.test_support.boxes import TestInbox, TestOutbox, TestProcessorContext
 from jetspark.processors.tfidf import StopwordsP, TfIdfP, TokenizeP
 from jetspark.processors.tfidf.dag import word_of
-from jetspark.processors.tfidf.processors import PIECE_CHARS, DocLines, DocWords
+from jetspark.processors.tfidf.processors import PIECE_CHARS, DocLines, DocWords, TfP
 from jetspark.processors.tfidf.tokenize import Tokenizer
 
 STOPWORDS = frozenset({"the", "a", "of"})
@@ -59,13 +60,65 @@ def test_tokenize_p_fails_clearly_on_a_line_before_the_stopwords():
         verify(TokenizeP).inputs([[STOPWORDS], LINES], priorities=[1, 0]).expect_output(TOKENS)
 
 
+def as_postings(items: list[tuple[str, list[int]]]) -> dict[str, dict[int, int]]:
+    """tf's `(word, [doc id, tf, ...])` items as word -> {doc id: tf}; a word's postings may
+    come in several items (from several tf processors), never a document twice."""
+    postings: dict[str, dict[int, int]] = {}
+    for word, doc_tfs in items:
+        for doc_id, tf in zip(doc_tfs[::2], doc_tfs[1::2], strict=True):
+            assert doc_id not in postings.setdefault(word, {}), (word, doc_id)
+            postings[word][doc_id] = tf
+    return postings
+
+
+def same_postings(expected: list, actual: list) -> bool:
+    return as_postings(expected) == as_postings(actual)
+
+
+def test_tf_p_counts_each_word_per_document_and_groups_the_counts_by_word():
+    verify(TfP).output_checker(same_postings).input(TOKENS).expect_output(
+        [("quick", [1, 2]), ("fox", [1, 1, 2, 1]), ("course", [2, 1]), ("end", [2, 1])]
+    )
+
+
+def test_tf_p_restores_rescaled_by_document_and_word():
+    tokens = [(doc_id, word) for doc_id in range(5) for word in ("a", "b", "a")[: doc_id + 1]]
+    verify(TfP).output_checker(same_postings).input(tokens).restore_rescaled(
+        2, 3, lambda token: token
+    ).restore_rescaled(3, 1, lambda token: token).expect_output(
+        [("a", [0, 1, 1, 1, 2, 2, 3, 2, 4, 2]), ("b", [1, 1, 2, 1, 3, 1, 4, 1])]
+    )
+
+
+def test_tf_p_saves_the_postings_it_has_not_emitted_yet_while_completing():
+    """An engine snapshots a processor whose inputs are done while its complete() is still
+    emitting: the snapshot holds exactly the counts of the words not emitted yet."""
+    tf, outbox = TfP(), TestOutbox(1)
+    tf.init(outbox, TestProcessorContext())
+    tf.process(0, TestInbox().add_all(TOKENS))
+    assert tf.complete() is False
+    emitted: list = []
+    outbox.drain_queue(0, emitted)
+    assert tf.save_to_snapshot() is True
+    saved: list = []
+    outbox.drain_snapshot_queue(saved)
+    restored, outbox = TfP(), TestOutbox(10)
+    restored.init(outbox, TestProcessorContext())
+    for key, value in saved:
+        restored.restore_from_snapshot_entry(key, value)
+    assert restored.complete() is True
+    outbox.drain_queue(0, emitted)
+    assert len(emitted) == 4  # each word once: the emitted one was not saved
+    assert as_postings(emitted) == as_postings(
+        [("quick", [1, 2]), ("fox", [1, 1, 2, 1]), ("course", [2, 1]), ("end", [2, 1])]
+    )
+
+
 TF = [
-    ((0, "jet"), 2),
-    ((1, "jet"), 1),
-    ((0, "spark"), 3),
-    ((0, "every"), 1),
-    ((1, "every"), 4),
-    ((2, "every"), 1),
+    ("jet", [0, 2, 1, 1]),
+    ("spark", [0, 3]),
+    ("every", [0, 1, 1, 4]),
+    ("every", [2, 1]),  # from another tf processor
 ]
 
 

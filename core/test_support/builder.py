@@ -189,7 +189,13 @@ class TestSupport:
         for rescale in self._rescales:
             key_fns = rescale.key_fns(len(self._inputs))
             run = RescaledRun(
-                rescale, key_fns, self._source, settings, expected, self._call_complete
+                rescale,
+                key_fns,
+                self._source,
+                settings,
+                expected,
+                self._call_complete,
+                self._checker,
             )
             run.verify(mixed)
 

@@ -1,4 +1,4 @@
-"""The TF-IDF DAG exactly in the manual's shape (§8.2.3).
+"""The TF-IDF DAG in the manual's shape (§8.2.3).
 
     doc-source (read_map_p DOCID_NAME: doc id -> name)
         --distributed broadcast--> doc-count (aggregate_p counting, local parallelism 1)
@@ -6,7 +6,7 @@
         --local--> doc-lines (flat_map_using_context_p, non-cooperative file reads)
             --> tokenize:1 (TokenizeP)
     stopword-source (StopwordsP) --local broadcast, priority -1--> tokenize:0
-    tokenize --local partitioned by (doc id, word)--> tf (aggregate_by_key_p counting)
+    tokenize --local partitioned by (doc id, word)--> tf (TfP: counting by (doc id, word))
         --distributed partitioned by word (MurmurHash3)--> tf-idf:1 (TfIdfP)
         --local partitioned by word--> sink (write_map_p INVERTED_INDEX: word -> [(doc id,
         score), ...], or the part files of a partitioned index)
@@ -14,7 +14,9 @@
 doc-count sees every document on every member (distributed broadcast in, one processor per
 member) and hands D to the member's tf-idf processors (local broadcast out). tf needs only local
 data because doc-source partitions the documents by doc id and a document's lines stay on its
-member; tf-idf groups the term frequencies of each word, cluster-wide, by word.
+member; tf-idf groups the term frequencies of each word, cluster-wide, by word. One change
+from the manual: tf sends its counts grouped by word, `(word, [doc id, tf, ...])`, so one item
+per word and tf processor crosses the cluster rather than one per posting.
 """
 
 from __future__ import annotations
@@ -28,9 +30,7 @@ from jetspark.edges import between, from_
 from jetspark.partitioning import HASH_CODE
 from jetspark.processors import (
     ContextFactory,
-    aggregate_by_key_p,
     aggregate_p,
-    entry,
     entry_key,
     flat_map_using_context_p,
     read_map_p,
@@ -42,9 +42,10 @@ from jetspark.processors.sources import SourceFn
 from jetspark.processors.tfidf.processors import (
     DocLines,
     StopwordsP,
-    TfEntry,
     TfIdfP,
+    TfP,
     TokenizeP,
+    WordPostings,
     processor_logger,
 )
 from jetspark.processors.tfidf.tokenize import ASCII
@@ -60,9 +61,9 @@ FILE_READER = ContextFactory(processor_logger).non_cooperative()
 """The context of the document readers: the processor's logger; blocking reads, own thread."""
 
 
-def word_of(tf_entry: TfEntry) -> str:
-    """The word of a `((doc id, word), tf)` entry: tf-idf's partitioning key."""
-    return tf_entry[0][1]
+def word_of(word_postings: WordPostings) -> str:
+    """The word of tf's `(word, [doc id, tf, ...])` items: tf-idf's partitioning key."""
+    return word_postings[0]
 
 
 def build_dag(
@@ -91,7 +92,7 @@ def build_dag(
         "doc-lines", flat_map_using_context_p(FILE_READER, DocLines(str(docs_dir)))
     )
     tokenize = dag.new_vertex("tokenize", lambda: TokenizeP(tokenizer))
-    tf = dag.new_vertex("tf", aggregate_by_key_p([whole_item], counting(), entry))
+    tf = dag.new_vertex("tf", TfP)
     tf_idf = dag.new_vertex("tf-idf", partial(TfIdfP, stopword_fraction))
     sink = dag.new_vertex("sink", sink or write_map_p(INVERTED_INDEX))
     dag.edge(between(stopword_source, tokenize).broadcast().priority(-1))

@@ -1,6 +1,7 @@
 """The TF-IDF job's own processors (manual §8.2.3), written as a user of the Core API would.
 
-`StopwordsP`, `TokenizeP` and `TfIdfP` are the manual's custom processors; `DocLines` and
+`StopwordsP`, `TokenizeP` and `TfIdfP` are the manual's custom processors, `TfP` the manual's
+tf aggregation with its results grouped by word before they cross the cluster; `DocLines` and
 `DocWords` are the functions of the library's `flat_map_using_context_p` that read documents
 (non-cooperative: file reads block).
 """
@@ -11,6 +12,7 @@ import logging
 import math
 import os
 import re
+from collections import _count_elements  # type: ignore[attr-defined]
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,7 @@ from jetspark.core.context import Context
 from jetspark.core.inbox import Inbox
 from jetspark.core.snapshot_keys import broadcast_key
 from jetspark.core.traverser import Traverser, traverse_iterable
+from jetspark.processors.emission import ResumableEmission
 from jetspark.processors.functions import drain
 from jetspark.processors.sources import SourceP
 from jetspark.processors.tfidf.corpus import open_document
@@ -28,7 +31,9 @@ from jetspark.processors.tfidf.tokenize import ASCII, Tokenizer
 DocLine = tuple[int, str]
 """(doc id, text of whole words): what doc-lines emits."""
 TfEntry = tuple[tuple[int, str], int]
-"""((doc id, word), term frequency): what tf emits."""
+"""((doc id, word), term frequency): what tf counts and saves to its snapshot."""
+WordPostings = tuple[str, list[int]]
+"""(word, [doc id, tf, doc id, tf, ...]): what tf emits, the postings of its documents."""
 IndexEntry = tuple[str, list[tuple[int, float]]]
 """(word, [(doc id, TF-IDF score), ...]): what tf-idf emits."""
 
@@ -88,8 +93,66 @@ class TokenizeP(AbstractProcessor):
         self.try_process0(value)
 
 
+class TfP(AbstractProcessor):
+    """tf: counts its `(doc id, word)` items; on completion emits, per word, the term
+    frequencies it counted as one `(word, [doc id, tf, doc id, tf, ...])` item.
+
+    The manual's tf is a keyed counting aggregation emitting one `((doc id, word), tf)` entry
+    per posting; grouping them by word here, before the distributed edge to tf-idf, sends one
+    item per word and processor across the cluster instead (the first stage of a two-stage
+    aggregation). Snapshot: each count under its `(doc id, word)` key, the key of the inbound
+    edge's partitioning; during completion, the postings not emitted yet, in the same form.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[int, str], int] = {}
+        self._unemitted: list[WordPostings] | None = None
+        """Once complete() started: the words' postings not emitted yet, the next one last."""
+        self._snapshot = ResumableEmission(self.emit_from_traverser_to_snapshot)
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        _count_elements(self._counts, drain(inbox))
+
+    def complete(self) -> bool:
+        if self._unemitted is None:
+            self._unemitted = list(_group_by_word(self._counts).items())
+            self._counts = {}
+        unemitted, offer = self._unemitted, self.outbox.offer
+        while unemitted:
+            if not offer(unemitted[-1]):
+                return False
+            unemitted.pop()
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        return self._snapshot.emit(self._state)
+
+    def _state(self) -> Iterator[TfEntry]:
+        yield from self._counts.items()
+        for word, postings in self._unemitted or ():
+            for doc_id, tf in zip(postings[::2], postings[1::2], strict=True):
+                yield (doc_id, word), tf
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        self._counts[key] = self._counts.get(key, 0) + value
+
+
+def _group_by_word(counts: dict[tuple[int, str], int]) -> dict[str, list[int]]:
+    """`(doc id, word) -> tf` counts as `word -> [doc id, tf, doc id, tf, ...]`."""
+    by_word: dict[str, list[int]] = {}
+    postings_of = by_word.get
+    for (doc_id, word), tf in counts.items():
+        postings = postings_of(word)
+        if postings is None:
+            by_word[word] = [doc_id, tf]
+        else:
+            postings += (doc_id, tf)
+    return by_word
+
+
 class TfIdfP(AbstractProcessor):
-    """tf-idf: ordinal 0 is the document count D, ordinal 1 `((doc id, word), tf)` entries.
+    """tf-idf: ordinal 0 is the document count D, ordinal 1 tf's `(word, [doc id, tf, ...])`
+    items (a word may come from several tf processors: its postings are joined).
 
     On completion emits `(word, [(doc id, tf * idf), ...])` per word, in word order, with
     idf = log(D / DF) (natural log; DF = the number of documents containing the word). A word
@@ -127,12 +190,12 @@ class TfIdfP(AbstractProcessor):
             return
         by_word = self._postings
         postings_of = by_word.get
-        for (doc_id, word), tf in drain(inbox):
+        for word, doc_tfs in drain(inbox):
             postings = postings_of(word)
             if postings is None:
-                by_word[word] = [doc_id, tf]
+                by_word[word] = [*doc_tfs]  # a copy: the item is the sender's
             else:
-                postings += (doc_id, tf)
+                postings += doc_tfs
 
     def complete(self) -> bool:
         if self._postings and self._document_count is None:
