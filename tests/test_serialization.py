@@ -135,6 +135,27 @@ def test_an_unserializable_item_raises_type_error_naming_its_type(item, type_nam
     assert "picklable" in str(raised.value)
 
 
+def test_classes_pickle_cannot_find_by_name_travel_by_value_between_members():
+    """A class defined in a function stands for one of the driver's script or of a module
+    shipped by value: items crossing members carry it along; snapshots refuse it."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Local:
+        value: int
+
+    batch = [Local(1), "plain", Local(2)]
+    decoded = decode_batch(encode_batch(batch, classes_by_value=True))
+    assert [type(item) for item in decoded] == [Local, str, Local]  # the same class object
+    assert decoded == batch
+    with pytest.raises(TypeError, match="cannot serialize item of type Local "):
+        encode_batch(batch)
+
+
+def test_objects_no_pickler_takes_fail_even_with_classes_by_value():
+    with pytest.raises(TypeError, match="cannot serialize item of type generator "):
+        encode_batch([1, generator()], classes_by_value=True)
+
+
 @pytest.mark.parametrize(
     "data",
     [b"", b"X123", b"M", b"M\xc1", b"M\x92", b"M\x05", b"P", b"Pgarbage", b"P\x80\x05K"],

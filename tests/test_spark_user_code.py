@@ -22,7 +22,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 from user_project import EXPECTED_COUNTS, run_driver, write_project
 
-from jetspark.core import DAG, AbstractProcessor, JobFailedError
+from jetspark.core import DAG, AbstractProcessor, JobConfig, JobFailedError, ProcessingGuarantee
 from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.failures import (
     missing_module_advice,
@@ -32,11 +32,20 @@ from jetspark.core.spark.failures import (
 from jetspark.core.spark.progress import StageProgress
 from jetspark.core.spark.user_code import is_user_module, modules_pickled_by_reference
 from jetspark.edges import between
-from jetspark.processors import map_p, read_list_p, read_rdd_p, write_list_p, write_map_p
+from jetspark.processors import (
+    aggregate_by_key_p,
+    map_p,
+    read_list_p,
+    read_rdd_p,
+    write_list_p,
+    write_map_p,
+)
+from jetspark.processors.aggregate import to_list
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 JVM_FRAME = "at org.apache"
+EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
 
 SPARK_ERRORS = (Py4JJavaError, CapturedException)
 """How a failed Spark action surfaces: a Py4J error, or once Spark SQL installed its handler in
@@ -161,18 +170,21 @@ def test_failure_text_is_summarised_without_jvm_frames(spark_engine: SparkEngine
     ) == ("java.io.IOException: disk full")
 
 
-def test_shipped_paths_make_item_classes_importable(
+def test_objects_of_classes_shipped_by_value_cross_edges_but_snapshots_need_the_module(
     spark_engine: SparkEngine, tmp_path: Path
 ) -> None:
-    """Objects of a class cross a distributed edge pickled by reference: a module that reached
-    the executors by value cannot give them (the error says what to do); the same module named
-    with ship=[path] is importable there, and the job runs."""
+    """A module that reached the executors by value: objects of its classes cross a distributed
+    edge with their class and come back to the driver as its own class. A snapshot keeps
+    objects by reference (a later run must restore them as its own classes), so a job with a
+    guarantee needs the module importable there: the error says so, and with ship=[path]
+    the same job runs."""
     package = tmp_path / "points"
     package.mkdir()
     (package / "__init__.py").write_text(
         "from dataclasses import dataclass\n\n"
         "@dataclass(frozen=True)\nclass Point:\n    x: int\n\n"
-        "def to_point(x):\n    return Point(x)\n"
+        "def to_point(x):\n    return Point(x)\n\n"
+        "def x_of(point):\n    return point.x\n"
     )
     sys.path.insert(0, str(tmp_path))
     try:
@@ -181,23 +193,32 @@ def test_shipped_paths_make_item_classes_importable(
         dag = DAG("points")
         source = dag.new_vertex("source", read_list_p("numbers"))
         make = dag.new_vertex("make", map_p(points.to_point))
+        count = dag.new_vertex("collect", aggregate_by_key_p([points.x_of], to_list()))
         sink = dag.new_vertex("sink", write_map_p("points"))
-        count = dag.new_vertex("count", map_p(lambda p: (p, p.x)))
         dag.edge(between(source, make)).edge(between(make, count).distributed())
         dag.edge(between(count, sink))
+        expected = {x: [points.Point(x)] for x in (1, 2, 3)}
         by_value = SparkEngine(spark_engine.context)
         by_value.get_list("numbers").extend([1, 2, 3])
-        with pytest.raises(JobFailedError) as caught:
-            by_value.new_job(dag).join(timeout=120)
-        assert caught.value.vertex_name == "make"
+        by_value.new_job(dag).join(timeout=120)
+        assert by_value.get_map("points") == expected
+        received = [point for held in by_value.get_map("points").values() for point in held]
+        assert {type(point) for point in received} == {points.Point}
+
+        one_item_batches = SparkEngine(spark_engine.context, batch_items=1)
+        one_item_batches.get_list("numbers").extend([1, 2, 3])
+        with pytest.raises(JobFailedError) as caught:  # batch 1 saves [Point(1)]
+            one_item_batches.new_job(dag, EXACTLY_ONCE).join(timeout=120)
+        assert caught.value.vertex_name == "collect"
         assert (
-            "module 'points' reached the executors by value, which does not let objects of its "
-            "classes cross a distributed edge: ship it with SparkEngine(ship=[<path of points>])"
+            "module 'points' reached the executors by value: objects of its classes may cross "
+            "distributed edges, but a snapshot needs their module importable: ship it with "
+            "SparkEngine(ship=[<path of points>])"
         ) in str(caught.value)
-        shipped = SparkEngine(spark_engine.context, ship=[package])
+        shipped = SparkEngine(spark_engine.context, ship=[package], batch_items=1)
         shipped.get_list("numbers").extend([1, 2, 3])
-        shipped.new_job(dag).join(timeout=120)
-        assert shipped.get_map("points") == {points.Point(x): x for x in (1, 2, 3)}
+        shipped.new_job(dag, EXACTLY_ONCE).join(timeout=120)
+        assert shipped.get_map("points") == expected
     finally:
         sys.path.remove(str(tmp_path))
 
@@ -258,6 +279,13 @@ def test_a_users_project_runs_from_anywhere_on_local(tmp_path: Path) -> None:
 def assert_user_project_results(seen: dict[str, Any]) -> None:
     """What `user_project.run_driver` must see on any master."""
     assert seen["counts"] == EXPECTED_COUNTS
+    assert seen["script_classes_cross"] is True
+    in_snapshots = seen["script_classes_in_snapshots"]
+    assert in_snapshots["vertex"] == "held"
+    assert (
+        "Tally is defined in the driver's script (__main__): its objects may cross distributed "
+        "edges, but a snapshot needs their class importable: move it into a module"
+    ) in in_snapshots["message"]
     assert seen["unpicklable"] == {
         "message": "vertex 'guarded-vertex': its processor supplier cannot be sent to the "
         "executors: TypeError: cannot pickle '_thread.lock' object",

@@ -7,8 +7,10 @@
   of its own, reached only through `myprocs`), and `installed/site-packages/lockedlib.py`, a
   module the driver imports from a folder named like an installed one (so it is not shipped:
   the workers lack it, as a library installed on the driver only);
-- `scripts/driver.py`: runs a word count DAG with a distributed edge on `--master`, then the
-  failures the issue lists, and prints one JSON line of what it saw;
+- `scripts/driver.py`: runs a word count DAG with a distributed edge on `--master`, sends
+  objects of a class of its own (`Tally`, defined in the script) across a distributed edge
+  and into a snapshot (which needs an importable class), then the failures the issue lists,
+  and prints one JSON line of what it saw;
 - `elsewhere/`: the working directory the driver runs from.
 
 `run_driver(root, master)` runs it the way a user does and returns the JSON.
@@ -88,6 +90,7 @@ _FILES = {
     "scripts/driver.py": """
         import json
         import sys
+        from dataclasses import dataclass
         from pathlib import Path
 
         project = Path(__file__).resolve().parent.parent / "project"
@@ -96,13 +99,57 @@ _FILES = {
         import lockedlib
         import myprocs
 
-        from jetspark.core import DAG, JobFailedError
+        from jetspark.core import DAG, JobConfig, JobFailedError, ProcessingGuarantee
         from jetspark.core.spark import SparkEngine
         from jetspark.edges import between
-        from jetspark.processors import map_p, read_list_p, write_map_p
+        from jetspark.processors import (
+            aggregate_by_key_p, map_p, read_list_p, write_list_p, write_map_p
+        )
+        from jetspark.processors.aggregate import to_list
+
+        EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
 
         LINES = {lines!r}
         seen = {{}}
+
+
+        @dataclass(frozen=True)
+        class Tally:
+            word: str
+            count: int
+
+
+        def tally(word_count):
+            return Tally(*word_count)
+
+
+        def word_of(tally):
+            return tally.word
+
+
+        def tallies_dag(held=False):
+            # the counts as Tally objects, sent across a distributed edge (a shuffle); held:
+            # kept in an aggregation's state first, which a guarantee saves in snapshots
+            dag = DAG("tallies")
+            source = dag.new_vertex("source", read_list_p("pairs"))
+            make = dag.new_vertex("make", map_p(tally))
+            sink = dag.new_vertex("sink", write_list_p("tallies"))
+            dag.edge(between(source, make))
+            if held:
+                keep = dag.new_vertex("held", aggregate_by_key_p([word_of], to_list()))
+                dag.edge(between(make, keep).distributed()).edge(between(keep, sink))
+            else:
+                dag.edge(between(make, sink).distributed())
+            return dag
+
+
+        def tallies_cross(counts):
+            engine.new_job(tallies_dag()).join(timeout=120)
+            received = engine.get_list("tallies")
+            expected = [Tally(*pair) for pair in sorted(counts.items())]
+            return sorted(received, key=repr) == sorted(expected, key=repr) and all(
+                type(item) is Tally for item in received
+            )
 
 
         def word_count(middle=None):
@@ -123,9 +170,9 @@ _FILES = {
             return dag
 
 
-        def failure(dag):
+        def failure(dag, config=None, on=None):
             try:
-                engine.new_job(dag).join(timeout=120)
+                (on or engine).new_job(dag, config).join(timeout=120)
             except JobFailedError as error:
                 return {{"message": str(error), "vertex": error.vertex_name,
                          "cause": type(error.__cause__).__name__}}
@@ -136,6 +183,13 @@ _FILES = {
         engine.get_list("lines").extend(LINES)
         engine.new_job(word_count()).join(timeout=120)
         seen["counts"] = dict(sorted(engine.get_map("counts").items()))
+        engine.get_list("pairs").extend(sorted(seen["counts"].items()))
+        seen["script_classes_cross"] = tallies_cross(seen["counts"])
+        one_item_batches = SparkEngine(engine.context, batch_items=1)
+        one_item_batches.get_list("pairs").extend(sorted(seen["counts"].items()))
+        seen["script_classes_in_snapshots"] = failure(
+            tallies_dag(held=True), EXACTLY_ONCE, one_item_batches
+        )
         seen["unpicklable"] = failure(word_count(("guarded-vertex", map_p(myprocs.Guarded()))))
         seen["missing_module"] = failure(word_count(("shout", map_p(lockedlib.shout))))
         engine.context.stop()

@@ -105,7 +105,7 @@ class SerializingChannel:
 
     def push(self, chunk: list[Any]) -> None:
         """Pushes a copy of `chunk` made by serialization, so no object is shared across members."""
-        data = encode_batch(chunk)
+        data = encode_batch(chunk, classes_by_value=True)
         self.entries += len(chunk)
         self.bytes += len(data)
         self.queue.push(decode_batch(data))

@@ -48,7 +48,7 @@ class RecordSender:
         buffer.extend(chunk)
         size = self._size
         while len(buffer) >= size:
-            self._emit(encode_batch(buffer[:size]), size)
+            self._emit(encode_batch(buffer[:size], classes_by_value=True), size)
             del buffer[:size]
 
     def push_control(self, entry: Any) -> None:
@@ -59,7 +59,7 @@ class RecordSender:
     def flush(self) -> None:
         """Sends what is buffered as one record."""
         if self._buffer:
-            self._emit(encode_batch(self._buffer), len(self._buffer))
+            self._emit(encode_batch(self._buffer, classes_by_value=True), len(self._buffer))
             self._buffer = []
 
     def _emit(self, payload: Any, entries: int) -> None:

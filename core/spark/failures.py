@@ -125,20 +125,29 @@ def missing_module_advice(module: str, used_by: dict[str, set[str]], worker_pyth
 
 
 _ITEM_MODULE = re.compile(r"cannot serialize item .* import of module '([\w.]+)' failed")
+_SCRIPT_CLASS = re.compile(r"cannot serialize item .* attribute lookup ([\w.]+) on __main__ failed")
 
 
 def _by_value_hint(message: str) -> str:
-    """Advice for an item whose class comes from a module shipped by value: such classes exist
-    on the executors, but `pickle` can only send their objects on by reference."""
-    match = _ITEM_MODULE.search(message)
-    if match is None:
-        return ""
-    module = match.group(1)
-    return (
-        f"; module '{module}' reached the executors by value, which does not let objects of its "
-        f"classes cross a distributed edge: ship it with SparkEngine(ship=[<path of {module}>])"
-        " or install it on the workers, so that they can import it"
-    )
+    """Advice for an object whose class reached the executors by value (from a shipped module,
+    or the driver's script): its objects cross distributed edges with their class, but a
+    snapshot keeps objects by reference only, so that a later run restores its own classes."""
+    module = _ITEM_MODULE.search(message)
+    if module is not None:
+        name = module.group(1)
+        return (
+            f"; module '{name}' reached the executors by value: objects of its classes may "
+            "cross distributed edges, but a snapshot needs their module importable: ship it "
+            f"with SparkEngine(ship=[<path of {name}>]) or install it on the workers"
+        )
+    script = _SCRIPT_CLASS.search(message)
+    if script is not None:
+        return (
+            f"; {script.group(1)} is defined in the driver's script (__main__): its objects may "
+            "cross distributed edges, but a snapshot needs their class importable: move it "
+            "into a module and ship that with SparkEngine(ship=[<path of the module>])"
+        )
+    return ""
 
 
 def spark_job_error(

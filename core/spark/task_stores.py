@@ -75,5 +75,5 @@ class TaskStores(Stores):
 
 def _batched(member: int, stage: int, kind: str, name: str, items: list[Any]) -> Iterator[Any]:
     for start in range(0, len(items), RESULT_BATCH):
-        payload = encode_batch(items[start : start + RESULT_BATCH])
+        payload = encode_batch(items[start : start + RESULT_BATCH], classes_by_value=True)
         yield result_record(member, stage, kind, name, payload)
