@@ -17,6 +17,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.spark.batch import BatchSpec
+from jetspark.core.spark.line_frames import read_in_bulk
 from jetspark.core.spark.records import RESULT, member_of_key
 from jetspark.core.spark.stages import Stage, StagePlan
 from jetspark.core.spark.task import StageTask
@@ -66,7 +67,7 @@ def translate(
     for stage in stages.stages:
         rdd_source = _rdd_source(dag, stage, rdd_sources or {})
         if rdd_source is not None:
-            base = _member_partitions(sc, rdd_source[1], members)
+            base = _member_partitions(sc, read_in_bulk(rdd_source[1]), members)
         else:
             base, needs_sort = _stage_input(sc, stage, stages, shuffled, members)
             if needs_sort:
