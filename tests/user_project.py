@@ -99,7 +99,9 @@ _FILES = {
         import lockedlib
         import myprocs
 
-        from jetspark.core import DAG, JobConfig, JobFailedError, ProcessingGuarantee
+        from jetspark.core import (
+            DAG, DirectorySnapshotStore, JobConfig, JobFailedError, ProcessingGuarantee
+        )
         from jetspark.core.spark import SparkEngine
         from jetspark.edges import between
         from jetspark.processors import (
@@ -171,8 +173,11 @@ _FILES = {
 
 
         def failure(dag, config=None, on=None):
+            # a job with a guarantee keeps its snapshots where every executor reaches them
+            snapshots = DirectorySnapshotStore(str(project.parent / "snapshots"))
+            store = snapshots if config is not None else None
             try:
-                (on or engine).new_job(dag, config).join(timeout=120)
+                (on or engine).new_job(dag, config, snapshot_store=store).join(timeout=120)
             except JobFailedError as error:
                 return {{"message": str(error), "vertex": error.vertex_name,
                          "cause": type(error.__cause__).__name__}}
