@@ -15,9 +15,9 @@ import pytest
 
 from jetspark.core.test_support import TestSupport
 from jetspark.core.test_support.boxes import TestInbox, TestOutbox, TestProcessorContext
-from jetspark.processors.tfidf import StopwordsP, TfIdfP, TokenizeP
+from jetspark.processors.tfidf import StopwordsP, TfIdfP, TfP, TokenizeP
 from jetspark.processors.tfidf.dag import word_of
-from jetspark.processors.tfidf.processors import PIECE_CHARS, DocLines, DocWords, TfP
+from jetspark.processors.tfidf.processors import PIECE_CHARS, DocLines, DocWords
 from jetspark.processors.tfidf.tokenize import Tokenizer
 
 STOPWORDS = frozenset({"the", "a", "of"})

@@ -1,11 +1,11 @@
 """The TF-IDF inverted index of manual §8.2.3 as a product: the DAG, its processors, the
 corpus, stopwords, the saved index and search (the `jetspark tfidf` / `search` commands).
 
-Modules: `tokenize` (the one tokenizer), `corpus` (listing and reading documents), `processors`
-(StopwordsP, TokenizeP, TfIdfP and the document readers), `dag` (the manual's DAG), `stopwords`
-(the stopword file or the derivation job), `jobs` (running them on an engine), `index` (the
-single msgpack file and TSV export), `parts` (the partitioned index the tasks write), `search`
-(the manual's search).
+Modules: `tokenize` (the one tokenizer), `corpus` (listing and reading documents),
+`processors` (StopwordsP, TokenizeP, TfP, TfIdfP and the document readers), `dag` (the
+manual's DAG), `stopwords` (the stopword file or the derivation job), `jobs` (running them on
+an engine), `index` (the single msgpack file and TSV export), `parts` (the partitioned index
+the tasks write), `search` (the manual's search).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from jetspark.processors.tfidf.errors import InputError
 from jetspark.processors.tfidf.index import DEFAULT_INDEX_PATH, TfIdfIndex
 from jetspark.processors.tfidf.jobs import Engine, build_index, write_index
 from jetspark.processors.tfidf.parts import PartitionedIndex, open_index
-from jetspark.processors.tfidf.processors import StopwordsP, TfIdfP, TokenizeP
+from jetspark.processors.tfidf.processors import StopwordsP, TfIdfP, TfP, TokenizeP
 from jetspark.processors.tfidf.search import Hit, search
 from jetspark.processors.tfidf.stopwords import (
     DEFAULT_THRESHOLD,
@@ -50,6 +50,7 @@ __all__ = [
     "StopwordsP",
     "TfIdfIndex",
     "TfIdfP",
+    "TfP",
     "TokenizeP",
     "Tokenizer",
     "build_dag",
