@@ -20,6 +20,7 @@ from pyspark import RDD
 from pyspark.serializers import SpecialLengths, UTF8Deserializer
 
 _LENGTH = struct.Struct(">i")
+_HEADER = _LENGTH.size
 _END = SpecialLengths.END_OF_DATA_SECTION
 _NULL = SpecialLengths.NULL
 
@@ -37,23 +38,24 @@ class LineFrames(UTF8Deserializer):
             return
         unpack_from = _LENGTH.unpack_from
         while True:
-            buffered = peek(_LENGTH.size)
+            buffered = peek(_HEADER)
             end, position, lines, finished = len(buffered), 0, [], False
-            while position + 4 <= end:
+            while position + _HEADER <= end:
                 (length,) = unpack_from(buffered, position)
                 if length < 0:
                     if length == _END:
-                        position, finished = position + 4, True
+                        position, finished = position + _HEADER, True
                         break
                     if length != _NULL:
                         break  # not a line: PySpark's reader below decides
                     lines.append(None)
-                    position += 4
+                    position += _HEADER
                     continue
-                stop = position + 4 + length
+                start = position + _HEADER
+                stop = start + length
                 if stop > end:
                     break
-                lines.append(buffered[position + 4 : stop].decode("utf-8"))
+                lines.append(buffered[start:stop].decode("utf-8"))
                 position = stop
             if position:
                 stream.read(position)
