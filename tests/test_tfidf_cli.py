@@ -171,3 +171,17 @@ def test_explain_prints_the_spark_plan_of_the_manual_dag(capsys, spark_engine):
     assert "DAG 'tf-idf' on Spark: 3 members, 2 stages" in out
     assert "in  shuffle from stage 0: tf:0 -> tf-idf:1  partitioned by word_of" in out
     assert "local edge  doc-count:0 -> tf-idf:0  broadcast, priority -1" in out
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("document", ["README.md", "docs/tfidf.md"])
+def test_the_plan_the_docs_show_is_the_one_explain_prints(capsys, spark_engine, document):
+    text = (Path(__file__).resolve().parent.parent / document).read_text(encoding="utf-8")
+    shown = next(
+        block
+        for block in text.split("```")
+        if block.lstrip("\n").startswith("DAG 'tf-idf' on Spark: 2 members")
+    )
+    code, out, _ = run(capsys, "explain", "tfidf", "--members", "2", spark=spark_engine.context)
+    assert code == 0
+    assert out.strip() == shown.strip()
