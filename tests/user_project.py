@@ -174,8 +174,9 @@ _FILES = {
 
         def failure(dag, config=None, on=None):
             # a job with a guarantee keeps its snapshots where every executor reaches them
-            snapshots = DirectorySnapshotStore(str(project.parent / "snapshots"))
-            store = snapshots if config is not None else None
+            store = None
+            if config is not None:
+                store = DirectorySnapshotStore(str(project.parent / "snapshots"))
             try:
                 (on or engine).new_job(dag, config, snapshot_store=store).join(timeout=120)
             except JobFailedError as error:
