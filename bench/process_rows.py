@@ -44,6 +44,13 @@ def _jetspark(*argv: str) -> dict[str, float]:
     return json.loads(output.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def warm_up_class_archive(master: str) -> str:
+    """Runs `jetspark warm-up` (a first run on a machine saves the driver JVM's class archive,
+    unless one exists), so that every timed driver starts as a user's later runs do; returns
+    what it said about the archive."""
+    return _python("-m", "jetspark.core", "warm-up", "--master", master).strip()
+
+
 def same_tsv(expected: Path, actual: Path) -> None:
     """The two TSV files hold the same postings in the same order, scores equal to 1e-9."""
     with expected.open(encoding="utf-8") as want, actual.open(encoding="utf-8") as got:

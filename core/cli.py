@@ -134,6 +134,11 @@ def _parser() -> argparse.ArgumentParser:
         "explain", parents=[spark], help="print the Spark plan of a job's DAG"
     )
     explain.add_argument("job", choices=("tfidf",))
+    commands.add_parser(
+        "warm-up",
+        parents=[spark],
+        help="start Spark once and save the driver JVM's class archive (later starts are faster)",
+    )
     return parser
 
 
@@ -155,6 +160,7 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
         "search": _search,
         "stopwords": _stopwords,
         "explain": _explain,
+        "warm-up": _warm_up,
     }[args.command]
     try:
         return command(args, spark)
@@ -231,7 +237,9 @@ class EngineSession:
     def close(self) -> None:
         """Stops the SparkContext this session created, if any."""
         if self._created is not None:
-            self._created.stop()
+            from jetspark.core.spark.session import stop_context
+
+            stop_context(self._created)
             self._created = None
 
     def close_during(self, work: Callable[[], None]) -> None:
@@ -331,6 +339,17 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
         print(f"tsv:            {args.tsv}")
     if corpus.skipped:
         print(describe_skipped(corpus.skipped))
+    return 0
+
+
+def _warm_up(args: argparse.Namespace, spark: Any) -> int:
+    """`jetspark warm-up`: starts Spark and runs a two-task job, so that this process saves the
+    driver JVM's class archive at its exit unless it exists (`core/spark/class_archive.py`)."""
+    from jetspark.core.spark import class_archive
+
+    with EngineSession("spark", args.members, args.master, spark, args.verbose) as session:
+        session.engine.context.parallelize(range(2), 2).map(abs).collect()
+    print(class_archive.describe())
     return 0
 
 

@@ -9,12 +9,13 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from jetspark.core.cli import main
-from jetspark.core.spark.session import check_master
+from jetspark.core.spark.session import check_master, stop_context
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -106,3 +107,33 @@ def test_an_unreachable_master_fails_fast(tmp_path: Path) -> None:
         f"jetspark explain: error: cannot reach the Spark master spark://127.0.0.1:{port} "
         f"(127.0.0.1:{port}: Connection refused): is it running, and is the address right?\n"
     )
+
+
+class _AccumulatorServer:
+    def __init__(self) -> None:
+        self.shut_down = threading.Event()
+
+    def shutdown(self) -> None:
+        self.shut_down.set()
+
+
+class _Context:
+    """Just what `stop_context` touches of a SparkContext."""
+
+    def __init__(self) -> None:
+        self._accumulatorServer: _AccumulatorServer | None = _AccumulatorServer()
+        self.server_at_stop: object = "not stopped"
+
+    def stop(self) -> None:
+        self.server_at_stop = self._accumulatorServer
+
+
+def test_stopping_a_context_leaves_its_accumulator_server_to_a_thread() -> None:
+    context = _Context()
+    server = context._accumulatorServer
+    assert server is not None
+
+    stop_context(context)  # type: ignore[arg-type]
+
+    assert context.server_at_stop is None  # SparkContext.stop skips its one-second wait
+    assert server.shut_down.wait(timeout=60)

@@ -5,8 +5,8 @@ A context jetspark creates (SparkEngine(), the CLI, the examples, the benchmarks
 fixture) runs its Python workers with the driver's interpreter unless the user configured one
 (`PYSPARK_PYTHON` or `spark.pyspark.python`), turns Spark's console progress bar off (jetspark
 draws its own, see `progress.py`), points the JVM at the log configuration shipped with the
-package (`log4j2.properties`) and drops the JVM's startup warning about incubator modules. A
-user's own context is used as it is.
+package (`log4j2.properties`), drops the JVM's startup warning about incubator modules and starts
+the driver JVM from its class archive (`class_archive.py`). A user's own context is used as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pyspark import SparkConf, SparkContext
+
+from jetspark.core.spark import class_archive
 
 DEFAULT_MASTER = "local[*]"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -128,24 +130,43 @@ def create_context(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     gateway = None
-    if SparkContext._gateway is None and not verbose:  # a JVM is launched once per process
-        gateway = _quiet_gateway(conf)
+    if SparkContext._gateway is None:  # a JVM is launched once per process
+        gateway = _launch_gateway(conf, quiet=not verbose)
     context = SparkContext(conf=conf, gateway=gateway)
     if not verbose:
         context.setLogLevel("ERROR")
     return context
 
 
-def _quiet_gateway(conf: SparkConf) -> Any:
-    """Launches the driver JVM with its stderr passed through a filter that drops `_JVM_NOISE`
-    (everything else, the Python workers' own stderr of a local master included, goes on)."""
+def stop_context(context: SparkContext) -> None:
+    """Stops `context` as `SparkContext.stop` does, without the up to a second PySpark waits for
+    its accumulator server to notice (the server's handler polls once a second): that server
+    shuts down in a daemon thread of its own, which the process's exit may overtake."""
+    server = getattr(context, "_accumulatorServer", None)
+    context._accumulatorServer = None  # type: ignore[assignment]
+    context.stop()
+    if server is not None:
+        threading.Thread(target=server.shutdown, name="stop-accumulators", daemon=True).start()
+
+
+def _launch_gateway(conf: SparkConf, *, quiet: bool) -> Any:
+    """Launches the driver JVM with the class archive (`class_archive.prepare`); when `quiet`,
+    its stderr passes through a filter that drops `_JVM_NOISE` (everything else, the Python
+    workers' own stderr of a local master included, goes on)."""
+    from pyspark.find_spark_home import _find_spark_home
     from pyspark.java_gateway import launch_gateway
 
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    process = gateway.proc
-    threading.Thread(
-        target=_forward_stderr, args=(process.stderr, sys.stderr), name="jvm-stderr", daemon=True
-    ).start()
+    recording = class_archive.prepare(conf, Path(_find_spark_home()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE} if quiet else {})
+    if quiet:
+        threading.Thread(
+            target=_forward_stderr,
+            args=(gateway.proc.stderr, sys.stderr),
+            name="jvm-stderr",
+            daemon=True,
+        ).start()
+    if recording is not None:
+        recording.finish_at_exit(gateway)
     return gateway
 
 

@@ -1,0 +1,279 @@
+"""The driver JVM's class archive: the classes a Spark driver loads, kept between runs as a
+dynamic AppCDS archive so that the SparkContexts jetspark creates start in about half the time.
+
+A context jetspark creates starts its driver JVM with `-XX:SharedArchiveFile` when a published
+archive fits this Java, this Spark and this class path. Otherwise one process at a time records
+one (`-XX:ArchiveClassesAtExit`): at that process's exit its JVM writes the archive, a throwaway
+JVM maps and checksums it, and only then is it published under its final name by an atomic
+rename. A JVM that maps an incomplete archive (its writer killed, a full disk) dies with SIGBUS
+before any Java code runs, so no JVM is ever pointed at a file not proven whole.
+
+`JETSPARK_CLASS_ARCHIVE` chooses the directory (default `$XDG_CACHE_HOME/jetspark` or
+`~/.cache/jetspark`); `off` turns the archive off. A user's own SparkContext is never touched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark import SparkConf
+
+ENVIRONMENT_VARIABLE = "JETSPARK_CLASS_ARCHIVE"
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
+QUIET = "-Xlog:cds*=off,class+path*=off"
+"""Silences the JVM's CDS warnings (a mismatched archive is skipped, not announced on stdout)."""
+WRITE_TIMEOUT = 300.0
+"""Seconds to wait at exit for the JVM to write the archive (about 8 s on a 2-core machine)."""
+CHECK_TIMEOUT = 60.0
+"""Seconds the throwaway JVM that checks an archive may take."""
+STALE_LOCK_SECONDS = 3600.0
+"""A recording lock older than this is taken over even if its process id is alive."""
+_KEY_SETTINGS = (
+    "spark.driver.extraClassPath",
+    "spark.driver.memory",
+    "spark.jars",
+    "spark.jars.packages",
+)
+"""Settings that change the driver JVM's class path or heap layout, hence which archive fits."""
+_OWN_OPTIONS = ("-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit", "-Xshare")
+
+
+def archive_directory() -> Path | None:
+    """Where archives are kept, per `JETSPARK_CLASS_ARCHIVE`; None when it says `off`."""
+    chosen = os.environ.get(ENVIRONMENT_VARIABLE)
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("off", "0", "false", "no", "") else Path(chosen)
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "jetspark"
+
+
+def java_executable() -> Path | None:
+    """The java that Spark's launch scripts run: `$JAVA_HOME/bin/java`, else `java` on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    found = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).exists() else None
+
+
+def archive_key(conf: SparkConf, java: Path, spark_home: Path) -> str:
+    """A digest of everything that decides whether an archive fits a driver JVM: the JDK build
+    (its module image), Spark's version and jars, the configuration directory, the settings that
+    change the class path or the heap, and the user's own driver JVM options."""
+    import pyspark
+
+    java_home = java.parent.parent
+    modules = java_home / "lib" / "modules"
+    jars = spark_home / "jars"
+    facts = [
+        str(java),
+        _stamp(modules),
+        pyspark.__version__,
+        str(spark_home.resolve()),
+        _stamp(jars),
+        os.environ.get("SPARK_CONF_DIR", ""),
+        [conf.get(name) or "" for name in _KEY_SETTINGS],
+        _user_options(conf.get(DRIVER_OPTIONS) or ""),
+    ]
+    return hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:20]
+
+
+def _stamp(path: Path) -> list[int]:
+    """Size and modification time of `path`, or [] when it is missing."""
+    try:
+        status = path.stat()
+    except OSError:
+        return []
+    return [status.st_size, status.st_mtime_ns]
+
+
+def _user_options(options: str) -> str:
+    """`options` without the ones this module adds."""
+    return " ".join(
+        option
+        for option in options.split()
+        if option != QUIET and not option.startswith(_OWN_OPTIONS)
+    )
+
+
+@dataclass(frozen=True)
+class ArchivePaths:
+    """The files of one archive key in the archive directory."""
+
+    directory: Path
+    key: str
+
+    @property
+    def published(self) -> Path:
+        return self.directory / f"driver-{self.key}.jsa"
+
+    @property
+    def lock(self) -> Path:
+        return self.directory / f"driver-{self.key}.lock"
+
+    def recording(self, pid: int) -> Path:
+        return self.directory / f"driver-{self.key}.{pid}.recording"
+
+    def leftover_recordings(self) -> list[Path]:
+        return sorted(self.directory.glob(f"driver-{self.key}.*.recording"))
+
+
+class Recording:
+    """An archive the driver JVM writes at its exit; `finish_at_exit` publishes it once proven."""
+
+    def __init__(self, paths: ArchivePaths) -> None:
+        self.paths = paths
+        self.file = paths.recording(os.getpid())
+
+    def finish_at_exit(self, gateway: Any) -> None:
+        """Registers the publication for this process's exit; reads the JVM's Java home and
+        class path now, while it answers."""
+        system = gateway.jvm.System
+        java = Path(system.getProperty("java.home")) / "bin" / "java"
+        class_path = system.getProperty("java.class.path")
+        atexit.register(self.finish, gateway.proc, java, class_path)
+
+    def finish(self, jvm: subprocess.Popen, java: Path, class_path: str) -> bool:
+        """Ends the JVM (EOF on its stdin is PySpark's signal to exit), waits while it writes the
+        archive, checks it with a throwaway JVM and publishes it; True when published."""
+        print(
+            "jetspark: saving the Spark driver's classes for faster starts "
+            f"(once for this Java and Spark) in {self.paths.directory} ...",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            if jvm.stdin is not None:
+                jvm.stdin.close()
+            written = jvm.wait(timeout=WRITE_TIMEOUT) == 0
+        except subprocess.TimeoutExpired:
+            written = False
+        try:
+            return written and publish(self.file, self.paths.published, java, class_path)
+        finally:
+            self.file.unlink(missing_ok=True)
+            self.paths.lock.unlink(missing_ok=True)
+
+
+def describe() -> str:
+    """What this process's driver JVM did with the class archive, in a sentence."""
+    return _launch_state[-1] if _launch_state else "this process started no driver JVM"
+
+
+def check_archive(archive: Path, java: Path, class_path: str) -> bool:
+    """True when a throwaway JVM maps `archive` whole and its checksums hold (`-Xshare:on` makes
+    any failure fatal); a truncated file crashes that JVM, never a driver."""
+    command = [
+        str(java),
+        f"-XX:SharedArchiveFile={archive}",
+        "-Xshare:on",
+        "-XX:+VerifySharedSpaces",
+        f"-XX:ErrorFile={os.devnull}",
+        "-XX:-CreateCoredumpOnCrash",
+        QUIET,
+        "-cp",
+        class_path,
+        "-version",
+    ]
+    try:
+        checked = subprocess.run(command, capture_output=True, timeout=CHECK_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return checked.returncode == 0
+
+
+def publish(recorded: Path, published: Path, java: Path, class_path: str) -> bool:
+    """Moves `recorded` to `published` by an atomic rename once `check_archive` proves it whole;
+    True when published. A JVM already mapping an older archive keeps its own file."""
+    if not recorded.is_file() or not check_archive(recorded, java, class_path):
+        return False
+    os.replace(recorded, published)
+    return True
+
+
+def prepare(conf: SparkConf, spark_home: Path) -> Recording | None:
+    """Adds the archive's options to the driver JVM options in `conf`: the published archive's
+    when there is one, else options that record one if no other process is recording. Returns
+    the Recording to finish once the JVM runs, else None. Leaves `conf` alone when the archive is
+    off, the user chose CDS options, Java is not found, or the directory is not writable."""
+    directory = archive_directory()
+    java = java_executable()
+    options = conf.get(DRIVER_OPTIONS) or ""
+    if directory is None:
+        return _launched(f"the class archive is off ({ENVIRONMENT_VARIABLE}=off)")
+    if java is None:
+        return _launched("no class archive: java is not on PATH and JAVA_HOME is not set")
+    if any(own in options for own in _OWN_OPTIONS):
+        return _launched(f"no class archive: {DRIVER_OPTIONS} has CDS options of its own")
+    paths = ArchivePaths(directory, archive_key(conf, java, spark_home))
+    if paths.published.is_file():
+        conf.set(DRIVER_OPTIONS, f"{options} -XX:SharedArchiveFile={paths.published} {QUIET}")
+        return _launched(f"the Spark driver started from its class archive {paths.published}")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if not _take_lock(paths.lock):
+            return _launched(f"no class archive yet: another process is saving it in {directory}")
+    except OSError as error:
+        return _launched(f"no class archive: cannot write in {directory} ({error.strerror})")
+    for leftover in paths.leftover_recordings():
+        leftover.unlink(missing_ok=True)
+    recording = Recording(paths)
+    conf.set(DRIVER_OPTIONS, f"{options} -XX:ArchiveClassesAtExit={recording.file} {QUIET}")
+    return _launched(
+        f"the class archive {paths.published} is saved as this process exits", recording
+    )
+
+
+_launch_state: list[str] = []
+"""What `prepare` did, last entry for the latest driver JVM of this process (one per process)."""
+
+
+def _launched(state: str, recording: Recording | None = None) -> Recording | None:
+    """Notes `state` for `describe` and returns `recording`."""
+    _launch_state.append(state)
+    return recording
+
+
+def _take_lock(lock: Path) -> bool:
+    """Creates `lock` holding this process's id; takes over a lock whose process is gone or
+    that is older than STALE_LOCK_SECONDS. False while another process holds it."""
+    for _attempt in range(2):
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if _lock_is_held(lock):
+                return False
+            lock.unlink(missing_ok=True)
+            continue
+        with os.fdopen(descriptor, "w") as file:
+            file.write(str(os.getpid()))
+        return True
+    return False
+
+
+def _lock_is_held(lock: Path) -> bool:
+    """True while the process named in `lock` lives and the lock is younger than the limit."""
+    try:
+        owner = int(lock.read_text() or "0")
+        age = time.time() - lock.stat().st_mtime
+    except (OSError, ValueError):
+        return False
+    if owner <= 0:  # its creator has not written its id yet, unless it died doing so
+        return age < 10.0
+    if age > STALE_LOCK_SECONDS:
+        return False
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,289 @@
+"""The driver JVM's class archive: which options a context gets, one recorder at a time, and
+publication only of archives a throwaway JVM proved whole. The JVMs here are bare `java`
+processes (`-version`), so these tests need Java but no Spark."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark import SparkConf
+
+from jetspark.core.spark import class_archive
+from jetspark.core.spark.class_archive import (
+    DRIVER_OPTIONS,
+    QUIET,
+    ArchivePaths,
+    Recording,
+    archive_key,
+    java_executable,
+    prepare,
+    publish,
+)
+
+JAVA = java_executable()
+needs_java = pytest.mark.skipif(JAVA is None, reason="needs java on PATH or JAVA_HOME")
+
+
+@pytest.fixture
+def archive_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "archives"
+    monkeypatch.setenv(class_archive.ENVIRONMENT_VARIABLE, str(directory))
+    return directory
+
+
+@pytest.fixture
+def spark_home(tmp_path: Path) -> Path:
+    home = tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    return home
+
+
+def conf_with(options: str = "-Dlog4j2.configurationFile=x", **settings: str) -> SparkConf:
+    conf = SparkConf(loadDefaults=False).set(DRIVER_OPTIONS, options)
+    for name, value in settings.items():
+        conf.set(name, value)
+    return conf
+
+
+def paths_for(conf: SparkConf, directory: Path, spark_home: Path) -> ArchivePaths:
+    assert JAVA is not None
+    return ArchivePaths(directory, archive_key(conf, JAVA, spark_home))
+
+
+def record_archive(target: Path, class_path: str) -> None:
+    """A real (small) dynamic archive, written by a JVM at its exit."""
+    subprocess.run(
+        [str(JAVA), f"-XX:ArchiveClassesAtExit={target}", QUIET, "-cp", class_path, "-version"],
+        check=True,
+        capture_output=True,
+    )
+    assert target.stat().st_size > 0
+
+
+@needs_java
+def test_a_published_archive_is_mapped_by_the_next_driver(archive_dir, spark_home):
+    paths = paths_for(conf_with(), archive_dir, spark_home)
+    archive_dir.mkdir()
+    paths.published.write_bytes(b"archive")
+    conf = conf_with()
+
+    assert prepare(conf, spark_home) is None
+    assert conf.get(DRIVER_OPTIONS) == (
+        f"-Dlog4j2.configurationFile=x -XX:SharedArchiveFile={paths.published} {QUIET}"
+    )
+    assert class_archive.describe() == (
+        f"the Spark driver started from its class archive {paths.published}"
+    )
+
+
+@needs_java
+def test_without_an_archive_one_process_records_and_the_others_run_without(archive_dir, spark_home):
+    first = conf_with()
+    recording = prepare(first, spark_home)
+
+    assert recording is not None
+    assert f"-XX:ArchiveClassesAtExit={recording.file}" in first.get(DRIVER_OPTIONS)
+    assert recording.paths.lock.read_text() == str(os.getpid())
+    assert class_archive.describe() == (
+        f"the class archive {recording.paths.published} is saved as this process exits"
+    )
+    second = conf_with()
+    assert prepare(second, spark_home) is None
+    assert second.get(DRIVER_OPTIONS) == "-Dlog4j2.configurationFile=x"
+    assert class_archive.describe() == (
+        f"no class archive yet: another process is saving it in {archive_dir}"
+    )
+
+
+@needs_java
+def test_the_lock_of_a_process_that_died_is_taken_over(archive_dir, spark_home):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    paths = paths_for(conf_with(), archive_dir, spark_home)
+    archive_dir.mkdir()
+    paths.lock.write_text(str(gone.pid))
+    leftover = paths.recording(gone.pid)
+    leftover.write_bytes(b"half an archive")
+
+    recording = prepare(conf_with(), spark_home)
+
+    assert recording is not None
+    assert paths.lock.read_text() == str(os.getpid())
+    assert not leftover.exists()
+
+
+@needs_java
+@pytest.mark.parametrize(
+    "options", ["-Xshare:off", "-XX:SharedArchiveFile=/mine.jsa", "-XX:ArchiveClassesAtExit=x"]
+)
+def test_the_users_own_cds_options_are_left_alone(archive_dir, spark_home, options):
+    conf = conf_with(options)
+
+    assert prepare(conf, spark_home) is None
+    assert conf.get(DRIVER_OPTIONS) == options
+    assert not archive_dir.exists()
+
+
+@needs_java
+@pytest.mark.parametrize("value", ["off", "0", ""])
+def test_the_environment_turns_the_archive_off(monkeypatch, spark_home, value):
+    monkeypatch.setenv(class_archive.ENVIRONMENT_VARIABLE, value)
+    conf = conf_with()
+
+    assert prepare(conf, spark_home) is None
+    assert conf.get(DRIVER_OPTIONS) == "-Dlog4j2.configurationFile=x"
+    assert class_archive.describe() == "the class archive is off (JETSPARK_CLASS_ARCHIVE=off)"
+
+
+def test_the_default_directory_is_the_users_cache(monkeypatch, tmp_path):
+    monkeypatch.delenv(class_archive.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    assert class_archive.archive_directory() == tmp_path / "jetspark"
+
+
+@needs_java
+def test_an_unwritable_directory_means_no_archive(monkeypatch, tmp_path, spark_home):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(class_archive.ENVIRONMENT_VARIABLE, str(blocker / "archives"))
+    conf = conf_with()
+
+    assert prepare(conf, spark_home) is None
+    assert conf.get(DRIVER_OPTIONS) == "-Dlog4j2.configurationFile=x"
+
+
+@needs_java
+def test_the_key_follows_the_class_path_and_heap_but_not_its_own_options(spark_home):
+    assert JAVA is not None
+    plain = archive_key(conf_with(), JAVA, spark_home)
+
+    assert archive_key(conf_with(), JAVA, spark_home) == plain
+    assert archive_key(conf_with(f"-Dlog4j2.configurationFile=x {QUIET}"), JAVA, spark_home) == (
+        plain
+    )
+    other_jars = conf_with(**{"spark.driver.extraClassPath": "/opt/extra.jar"})
+    assert archive_key(other_jars, JAVA, spark_home) != plain
+    assert archive_key(conf_with(**{"spark.driver.memory": "40g"}), JAVA, spark_home) != plain
+    assert archive_key(conf_with("-XX:+UseSerialGC"), JAVA, spark_home) != plain
+    (spark_home / "jars" / "new.jar").write_bytes(b"")
+    os.utime(spark_home / "jars", ns=(1, 1))
+    assert archive_key(conf_with(), JAVA, spark_home) != plain
+
+
+@needs_java
+def test_only_a_whole_archive_is_published(tmp_path):
+    class_path = str(tmp_path)
+    recorded = tmp_path / "recorded.jsa"
+    record_archive(recorded, class_path)
+    truncated = tmp_path / "truncated.jsa"
+    truncated.write_bytes(recorded.read_bytes()[: recorded.stat().st_size // 2])
+    published = tmp_path / "published.jsa"
+    assert JAVA is not None
+
+    assert not publish(truncated, published, JAVA, class_path)
+    assert not published.exists()
+    assert not publish(tmp_path / "missing.jsa", published, JAVA, class_path)
+    assert publish(recorded, published, JAVA, class_path)
+    assert published.exists() and not recorded.exists()
+
+
+@needs_java
+def test_an_archive_for_another_class_path_is_not_published(tmp_path):
+    from pyspark.find_spark_home import _find_spark_home
+
+    jar = next((Path(_find_spark_home()) / "jars").glob("spark-launcher*.jar"))
+    recorded = tmp_path / "recorded.jsa"
+    assert JAVA is not None
+    # a JVM that loads classes of the jar, so the archive records its class path
+    launcher = [str(JAVA), f"-XX:ArchiveClassesAtExit={recorded}", QUIET, "-cp", str(jar)]
+    subprocess.run([*launcher, "org.apache.spark.launcher.Main"], capture_output=True)
+
+    assert not publish(recorded, tmp_path / "published.jsa", JAVA, str(tmp_path))
+    assert publish(recorded, tmp_path / "published.jsa", JAVA, str(jar))
+
+
+def _jvm_ending_on_eof(archive: Path, class_path: str, exit_code: int = 0) -> subprocess.Popen:
+    """A process that, like PySpark's driver JVM, ends when its stdin closes: a JVM that writes
+    `archive` at its exit, then `exit_code`."""
+    script = (
+        f'cat >/dev/null; "{JAVA}" -XX:ArchiveClassesAtExit="{archive}" {QUIET} '
+        f'-cp "{class_path}" -version 2>/dev/null; exit {exit_code}'
+    )
+    return subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE)
+
+
+@needs_java
+def test_finishing_a_recording_ends_the_jvm_and_publishes_its_archive(
+    archive_dir, spark_home, capsys
+):
+    recording = prepare(conf_with(), spark_home)
+    assert recording is not None and JAVA is not None
+    jvm = _jvm_ending_on_eof(recording.file, str(archive_dir))
+
+    assert recording.finish(jvm, JAVA, str(archive_dir))
+
+    assert jvm.returncode == 0
+    assert recording.paths.published.is_file()
+    assert not recording.file.exists() and not recording.paths.lock.exists()
+    assert "saving the Spark driver's classes" in capsys.readouterr().err
+    assert prepare(conf_with(), spark_home) is None
+
+
+@needs_java
+def test_a_jvm_that_fails_publishes_nothing_and_frees_the_lock(archive_dir, spark_home):
+    recording = prepare(conf_with(), spark_home)
+    assert recording is not None and JAVA is not None
+    jvm = _jvm_ending_on_eof(recording.file, str(archive_dir), exit_code=3)
+
+    assert not recording.finish(jvm, JAVA, str(archive_dir))
+
+    assert not recording.paths.published.exists()
+    assert not recording.file.exists() and not recording.paths.lock.exists()
+    assert isinstance(prepare(conf_with(), spark_home), Recording)
+
+
+DRIVER = """
+import sys
+from jetspark.core.spark.session import create_context, stop_context
+
+context = create_context("local[2]", "class-archive")
+print(sum(context.parallelize(range(10), 2).map(lambda x: x * 2).collect()))
+with open(f"/proc/{context._gateway.proc.pid}/maps") as maps:
+    print("archive mapped" if sys.argv[1] in maps.read() else "no archive mapped")
+stop_context(context)
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
+def test_the_second_driver_starts_from_the_archive_the_first_one_saved(tmp_path):
+    directory = tmp_path / "archives"
+    environment = {
+        **os.environ,
+        class_archive.ENVIRONMENT_VARIABLE: str(directory),
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+    }
+
+    def run(*arguments: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, *arguments]
+        done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    first = run("-c", DRIVER, str(directory))
+    assert first.stdout == "90\nno archive mapped\n"
+    assert "saving the Spark driver's classes" in first.stderr
+    (archive,) = directory.iterdir()
+    assert archive.suffix == ".jsa"
+
+    second = run("-c", DRIVER, str(directory))
+    assert second.stdout == "90\narchive mapped\n"
+    assert "saving" not in second.stderr
+
+    warm_up = run("-m", "jetspark.core", "warm-up", "--master", "local[1]")
+    assert warm_up.stdout == f"the Spark driver started from its class archive {archive}\n"
