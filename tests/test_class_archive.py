@@ -193,6 +193,26 @@ def test_only_a_whole_archive_is_published(tmp_path):
 
 
 @needs_java
+def test_publishing_keeps_the_newest_archives_only(tmp_path):
+    class_path = str(tmp_path)
+    for age in range(5):
+        old = tmp_path / f"driver-old{age}.jsa"
+        old.write_bytes(b"")
+        os.utime(old, (1000 - age, 1000 - age))
+    unrelated = tmp_path / "notes.txt"
+    unrelated.write_text("")
+    recorded = tmp_path / "recorded.jsa"
+    record_archive(recorded, class_path)
+    assert JAVA is not None
+
+    assert publish(recorded, tmp_path / "driver-new.jsa", JAVA, class_path)
+
+    kept = sorted(path.name for path in tmp_path.glob("driver-*.jsa"))
+    assert kept == ["driver-new.jsa", "driver-old0.jsa", "driver-old1.jsa", "driver-old2.jsa"]
+    assert unrelated.exists()
+
+
+@needs_java
 def test_an_archive_for_another_class_path_is_not_published(tmp_path):
     from pyspark.find_spark_home import _find_spark_home
 

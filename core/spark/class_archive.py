@@ -9,7 +9,8 @@ rename. A JVM that maps an incomplete archive (its writer killed, a full disk) d
 before any Java code runs, so no JVM is ever pointed at a file not proven whole.
 
 `JETSPARK_CLASS_ARCHIVE` chooses the directory (default `$XDG_CACHE_HOME/jetspark` or
-`~/.cache/jetspark`); `off` turns the archive off. A user's own SparkContext is never touched.
+`~/.cache/jetspark`, which keeps the newest few archives); `off` turns the archive off. A user's
+own SparkContext is never touched.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ WRITE_TIMEOUT = 300.0
 """Seconds to wait at exit for the JVM to write the archive (about 8 s on a 2-core machine)."""
 CHECK_TIMEOUT = 60.0
 """Seconds the throwaway JVM that checks an archive may take."""
+KEPT_ARCHIVES = 4
+"""Published archives kept in the directory, the newest first (`prune`)."""
 STALE_LOCK_SECONDS = 3600.0
 """A recording lock older than this is taken over even if its process id is alive."""
 _KEY_SETTINGS = (
@@ -196,7 +199,19 @@ def publish(recorded: Path, published: Path, java: Path, class_path: str) -> boo
     if not recorded.is_file() or not check_archive(recorded, java, class_path):
         return False
     os.replace(recorded, published)
+    prune(published.parent)
     return True
+
+
+def prune(directory: Path, keep: int = KEPT_ARCHIVES) -> None:
+    """Deletes all but the `keep` newest published archives in `directory` (each is 60-90 MB;
+    a Spark or Java upgrade leaves the old one unused). A JVM mapping a deleted archive keeps
+    it until it exits; a driver whose archive went records it again."""
+    archives = sorted(
+        directory.glob("driver-*.jsa"), key=lambda path: path.stat().st_mtime, reverse=True
+    )
+    for stale in archives[keep:]:
+        stale.unlink(missing_ok=True)
 
 
 def prepare(conf: SparkConf, spark_home: Path) -> Recording | None:
