@@ -227,11 +227,13 @@ def test_an_archive_for_another_class_path_is_not_published(tmp_path):
     assert publish(recorded, tmp_path / "published.jsa", JAVA, str(jar))
 
 
-def _jvm_ending_on_eof(archive: Path, class_path: str, exit_code: int = 0) -> subprocess.Popen:
-    """A process that, like PySpark's driver JVM, ends when its stdin closes: a JVM that writes
-    `archive` at its exit, then `exit_code`."""
+def _jvm_ending_on_eof(
+    archive: Path, class_path: str, exit_code: int = 0, pause: float = 0.0
+) -> subprocess.Popen:
+    """A process that, like PySpark's driver JVM, ends when its stdin closes: after `pause`
+    seconds a JVM writes `archive` at its exit, then `exit_code`."""
     script = (
-        f'cat >/dev/null; "{JAVA}" -XX:ArchiveClassesAtExit="{archive}" {QUIET} '
+        f'cat >/dev/null; sleep {pause}; "{JAVA}" -XX:ArchiveClassesAtExit="{archive}" {QUIET} '
         f'-cp "{class_path}" -version 2>/dev/null; exit {exit_code}'
     )
     return subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE)
@@ -243,7 +245,7 @@ def test_finishing_a_recording_ends_the_jvm_and_publishes_its_archive(
 ):
     recording = prepare(conf_with(), spark_home)
     assert recording is not None and JAVA is not None
-    jvm = _jvm_ending_on_eof(recording.file, str(archive_dir))
+    jvm = _jvm_ending_on_eof(recording.file, str(archive_dir), pause=1.5)
 
     assert recording.finish(jvm, JAVA, str(archive_dir))
 
@@ -265,6 +267,21 @@ def test_a_jvm_that_fails_publishes_nothing_and_frees_the_lock(archive_dir, spar
     assert not recording.paths.published.exists()
     assert not recording.file.exists() and not recording.paths.lock.exists()
     assert isinstance(prepare(conf_with(), spark_home), Recording)
+
+
+@needs_java
+def test_a_forked_child_of_the_recorder_leaves_the_recording_alone(archive_dir, spark_home):
+    recording = prepare(conf_with(), spark_home)
+    assert recording is not None and JAVA is not None
+    jvm = _jvm_ending_on_eof(recording.file, str(archive_dir))
+    child = os.fork()
+    if child == 0:  # what an atexit handler inherited by a forked child would do
+        os._exit(3 if recording.finish(jvm, JAVA, str(archive_dir)) else 0)
+    _, status = os.waitpid(child, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert recording.paths.lock.exists() and jvm.poll() is None
+    assert recording.finish(jvm, JAVA, str(archive_dir))
 
 
 DRIVER = """
@@ -297,7 +314,6 @@ def test_the_second_driver_starts_from_the_archive_the_first_one_saved(tmp_path)
 
     first = run("-c", DRIVER, str(directory))
     assert first.stdout == "90\nno archive mapped\n"
-    assert "saving the Spark driver's classes" in first.stderr
     (archive,) = directory.iterdir()
     assert archive.suffix == ".jsa"
 

@@ -33,8 +33,8 @@ ENVIRONMENT_VARIABLE = "JETSPARK_CLASS_ARCHIVE"
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 QUIET = "-Xlog:cds*=off,class+path*=off"
 """Silences the JVM's CDS warnings (a mismatched archive is skipped, not announced on stdout)."""
-WRITE_TIMEOUT = 300.0
-"""Seconds to wait at exit for the JVM to write the archive (about 8 s on a 2-core machine)."""
+WRITE_TIMEOUT = 60.0
+"""Seconds to wait at exit for the JVM to write the archive (8-10 s on a 2-core machine)."""
 CHECK_TIMEOUT = 60.0
 """Seconds the throwaway JVM that checks an archive may take."""
 KEPT_ARCHIVES = 4
@@ -134,7 +134,8 @@ class Recording:
 
     def __init__(self, paths: ArchivePaths) -> None:
         self.paths = paths
-        self.file = paths.recording(os.getpid())
+        self.owner = os.getpid()
+        self.file = paths.recording(self.owner)
 
     def finish_at_exit(self, gateway: Any) -> None:
         """Registers the publication for this process's exit; reads the JVM's Java home and
@@ -146,21 +147,27 @@ class Recording:
 
     def finish(self, jvm: subprocess.Popen, java: Path, class_path: str) -> bool:
         """Ends the JVM (EOF on its stdin is PySpark's signal to exit), waits while it writes the
-        archive, checks it with a throwaway JVM and publishes it; True when published."""
-        print(
-            "jetspark: saving the Spark driver's classes for faster starts "
-            f"(once for this Java and Spark) in {self.paths.directory} ...",
-            file=sys.stderr,
-            flush=True,
-        )
+        archive (saying so when that takes more than a second), checks it with a throwaway JVM
+        and publishes it; True when published. A forked child of the recorder does nothing."""
+        if os.getpid() != self.owner:
+            return False
         try:
             if jvm.stdin is not None:
                 jvm.stdin.close()
-            written = jvm.wait(timeout=WRITE_TIMEOUT) == 0
+            try:
+                exit_code = jvm.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                print(
+                    "jetspark: saving the Spark driver's classes for faster starts "
+                    f"(once for this Java and Spark) in {self.paths.directory} ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                exit_code = jvm.wait(timeout=WRITE_TIMEOUT)
         except subprocess.TimeoutExpired:
-            written = False
+            exit_code = None  # left to finish on its own; its file is unlinked below
         try:
-            return written and publish(self.file, self.paths.published, java, class_path)
+            return exit_code == 0 and publish(self.file, self.paths.published, java, class_path)
         finally:
             self.file.unlink(missing_ok=True)
             self.paths.lock.unlink(missing_ok=True)
