@@ -16,6 +16,7 @@ own SparkContext is never touched.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -153,7 +154,8 @@ class Recording:
             return False
         try:
             if jvm.stdin is not None:
-                jvm.stdin.close()
+                with contextlib.suppress(OSError):
+                    jvm.stdin.close()
             try:
                 exit_code = jvm.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
@@ -168,6 +170,8 @@ class Recording:
             exit_code = None  # left to finish on its own; its file is unlinked below
         try:
             return exit_code == 0 and publish(self.file, self.paths.published, java, class_path)
+        except OSError:  # the directory went away or turned read-only: no archive this time
+            return False
         finally:
             self.file.unlink(missing_ok=True)
             self.paths.lock.unlink(missing_ok=True)
