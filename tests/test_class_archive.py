@@ -106,14 +106,46 @@ def test_the_lock_of_a_process_that_died_is_taken_over(archive_dir, spark_home):
     paths = paths_for(conf_with(), archive_dir, spark_home)
     archive_dir.mkdir()
     paths.lock.write_text(str(gone.pid))
-    leftover = paths.recording(gone.pid)
-    leftover.write_bytes(b"half an archive")
+    leftovers = [paths.recording(gone.pid), paths.probe(gone.pid)]
+    for leftover in leftovers:
+        leftover.write_bytes(b"half an archive")
 
     recording = prepare(conf_with(), spark_home)
 
     assert recording is not None
     assert paths.lock.read_text() == str(os.getpid())
-    assert not leftover.exists()
+    assert not any(leftover.exists() for leftover in leftovers)
+
+
+def test_a_java_that_cannot_record_is_asked_once_and_gets_no_archive(
+    archive_dir, spark_home, tmp_path, monkeypatch
+):
+    calls = tmp_path / "calls"
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    # what a JVM without a base CDS archive does with -XX:ArchiveClassesAtExit
+    java.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\nexit 1\n')
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(java.parent.parent))
+    conf = conf_with(**{"spark.driver.memory": "2g"})
+
+    assert prepare(conf, spark_home) is None
+    assert class_archive.describe() == class_archive._CANNOT_RECORD
+    assert conf.get(DRIVER_OPTIONS) == "-Dlog4j2.configurationFile=x"
+    assert calls.read_text().startswith("-Xmx2g -XX:ArchiveClassesAtExit=")
+    assert [path.suffix for path in archive_dir.iterdir()] == [".unsupported"]
+
+    assert prepare(conf_with(**{"spark.driver.memory": "2g"}), spark_home) is None
+    assert len(calls.read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("memory", "option"),
+    [(None, ["-Xmx1g"]), ("2G", ["-Xmx2g"]), ("4gb", ["-Xmx4g"]), ("1024", ["-Xmx1024m"])],
+)
+def test_the_probe_runs_at_the_heap_spark_submit_gives_the_driver(memory, option):
+    assert class_archive._heap_option(memory) == option
+    assert class_archive._heap_option("a lot") == []
 
 
 @needs_java

@@ -6,7 +6,9 @@ archive fits this Java, this Spark and this class path. Otherwise one process at
 one (`-XX:ArchiveClassesAtExit`): at that process's exit its JVM writes the archive, a throwaway
 JVM maps and checksums it, and only then is it published under its final name by an atomic
 rename. A JVM that maps an incomplete archive (its writer killed, a full disk) dies with SIGBUS
-before any Java code runs, so no JVM is ever pointed at a file not proven whole.
+before any Java code runs, so no JVM is ever pointed at a file not proven whole. Before the
+first recording a throwaway `java -version` proves that this Java can record at all: one built
+without a base CDS archive refuses to start with the option (`can_record`).
 
 `JETSPARK_CLASS_ARCHIVE` chooses the directory (default `$XDG_CACHE_HOME/jetspark` or
 `~/.cache/jetspark`, which keeps the newest few archives); `off` turns the archive off. A user's
@@ -20,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,11 +126,24 @@ class ArchivePaths:
     def lock(self) -> Path:
         return self.directory / f"driver-{self.key}.lock"
 
+    @property
+    def unsupported(self) -> Path:
+        """Marks a key whose Java cannot record an archive (`can_record`)."""
+        return self.directory / f"driver-{self.key}.unsupported"
+
     def recording(self, pid: int) -> Path:
         return self.directory / f"driver-{self.key}.{pid}.recording"
 
-    def leftover_recordings(self) -> list[Path]:
-        return sorted(self.directory.glob(f"driver-{self.key}.*.recording"))
+    def probe(self, pid: int) -> Path:
+        return self.directory / f"driver-{self.key}.{pid}.probe"
+
+    def leftovers(self) -> list[Path]:
+        """Recordings and probes of processes that died before finishing them."""
+        return sorted(
+            path
+            for suffix in ("recording", "probe")
+            for path in self.directory.glob(f"driver-{self.key}.*.{suffix}")
+        )
 
 
 class Recording:
@@ -243,19 +259,52 @@ def prepare(conf: SparkConf, spark_home: Path) -> Recording | None:
     if paths.published.is_file():
         conf.set(DRIVER_OPTIONS, f"{options} -XX:SharedArchiveFile={paths.published} {QUIET}")
         return _launched(f"the Spark driver started from its class archive {paths.published}")
+    if paths.unsupported.is_file():
+        return _launched(_CANNOT_RECORD)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         if not _take_lock(paths.lock):
             return _launched(f"no class archive yet: another process is saving it in {directory}")
     except OSError as error:
         return _launched(f"no class archive: cannot write in {directory} ({error.strerror})")
-    for leftover in paths.leftover_recordings():
+    for leftover in paths.leftovers():
         leftover.unlink(missing_ok=True)
+    if not can_record(java, paths.probe(os.getpid()), conf.get("spark.driver.memory")):
+        paths.lock.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            paths.unsupported.touch()
+        return _launched(_CANNOT_RECORD)
     recording = Recording(paths)
     conf.set(DRIVER_OPTIONS, f"{options} -XX:ArchiveClassesAtExit={recording.file} {QUIET}")
     return _launched(
         f"the class archive {paths.published} is saved as this process exits", recording
     )
+
+
+_CANNOT_RECORD = "no class archive: this Java cannot record one (it has no base CDS archive)"
+
+
+def can_record(java: Path, scratch: Path, driver_memory: str | None) -> bool:
+    """True when `java` starts with `-XX:ArchiveClassesAtExit` at the driver's heap size. A JVM
+    without a base CDS archive (a JDK built without one, or compressed oops off past a 32 GB heap
+    without `classes_nocoops.jsa`) refuses to start at all with that option. `scratch` is the
+    throwaway archive's path, deleted afterwards."""
+    command = [str(java), *_heap_option(driver_memory)]
+    command += [f"-XX:ArchiveClassesAtExit={scratch}", QUIET, "-version"]
+    try:
+        probed = subprocess.run(command, capture_output=True, timeout=CHECK_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    finally:
+        scratch.unlink(missing_ok=True)
+    return probed.returncode == 0
+
+
+def _heap_option(driver_memory: str | None) -> list[str]:
+    """The `-Xmx` spark-submit gives the driver for `spark.driver.memory` (1g unless set; a bare
+    number is MiB), or [] for a value it cannot read."""
+    size = re.fullmatch(r"(\d+)\s*([kmgt]?)b?", (driver_memory or "1g").strip().lower())
+    return [f"-Xmx{size[1]}{size[2] or 'm'}"] if size else []
 
 
 _launch_state: list[str] = []
