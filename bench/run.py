@@ -212,7 +212,7 @@ def _run_rows(args: argparse.Namespace, corpora: Corpora) -> tuple[list[Row], st
     spark = None
     results: dict[str, list[Row]] = {}
     try:
-        if not args.smoke and not set(wanted) <= {"local", "partitioner"}:
+        if not args.smoke and not set(wanted) <= _LOCAL_ROWS - {"process"}:
             from bench.process_rows import warm_up_class_archive
 
             _log("jetspark warm-up: the driver JVM's class archive, as a user's first run saves it")

@@ -33,6 +33,8 @@ from typing import Any
 
 from pyspark import SparkConf
 
+from jetspark.core.files import write_atomically
+
 ENVIRONMENT_VARIABLE = "JETSPARK_CLASS_ARCHIVE"
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 QUIET = "-Xlog:cds*=off,class+path*=off"
@@ -213,11 +215,16 @@ def check_archive(archive: Path, java: Path, class_path: str) -> bool:
         class_path,
         "-version",
     ]
+    return _jvm_succeeds(command)
+
+
+def _jvm_succeeds(command: list[str]) -> bool:
+    """True when the throwaway JVM `command` exits 0 within CHECK_TIMEOUT seconds."""
     try:
-        checked = subprocess.run(command, capture_output=True, timeout=CHECK_TIMEOUT, check=False)
+        done = subprocess.run(command, capture_output=True, timeout=CHECK_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return checked.returncode == 0
+    return done.returncode == 0
 
 
 def publish(recorded: Path, published: Path, java: Path, class_path: str) -> bool:
@@ -292,12 +299,9 @@ def can_record(java: Path, scratch: Path, driver_memory: str | None) -> bool:
     command = [str(java), *_heap_option(driver_memory)]
     command += [f"-XX:ArchiveClassesAtExit={scratch}", QUIET, "-version"]
     try:
-        probed = subprocess.run(command, capture_output=True, timeout=CHECK_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+        return _jvm_succeeds(command)
     finally:
         scratch.unlink(missing_ok=True)
-    return probed.returncode == 0
 
 
 def _heap_option(driver_memory: str | None) -> list[str]:
@@ -318,32 +322,26 @@ def _launched(state: str, recording: Recording | None = None) -> Recording | Non
 
 
 def _take_lock(lock: Path) -> bool:
-    """Creates `lock` holding this process's id; takes over a lock whose process is gone or
-    that is older than STALE_LOCK_SECONDS. False while another process holds it."""
+    """Creates `lock` holding this process's id (`write_atomically`: never visible without it);
+    takes over a lock whose process is gone or that is older than STALE_LOCK_SECONDS. False
+    while another process holds it."""
     for _attempt in range(2):
-        try:
-            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            if _lock_is_held(lock):
-                return False
-            lock.unlink(missing_ok=True)
-            continue
-        with os.fdopen(descriptor, "w") as file:
-            file.write(str(os.getpid()))
-        return True
+        if write_atomically(str(lock), str(os.getpid()).encode(), 0o644, replace=False):
+            return True
+        if _lock_is_held(lock):
+            return False
+        lock.unlink(missing_ok=True)
     return False
 
 
 def _lock_is_held(lock: Path) -> bool:
     """True while the process named in `lock` lives and the lock is younger than the limit."""
     try:
-        owner = int(lock.read_text() or "0")
+        owner = int(lock.read_text())
         age = time.time() - lock.stat().st_mtime
     except (OSError, ValueError):
         return False
-    if owner <= 0:  # its creator has not written its id yet, unless it died doing so
-        return age < 10.0
-    if age > STALE_LOCK_SECONDS:
+    if owner <= 0 or age > STALE_LOCK_SECONDS:
         return False
     try:
         os.kill(owner, 0)
