@@ -2,7 +2,8 @@
 and Jet's line-based socket connectors (manual §5.8), `stream_socket_p` and `write_socket_p`.
 
 A `read_stream_p(streaming_df)` vertex makes its job run as Spark's streaming engine delivers
-micro-batches (SparkEngine with a processing guarantee, `core/spark/spark_streams.py`): Spark
+micro-batches (SparkEngine with a processing guarantee,
+`core/spark/microbatch/spark_streams.py`): Spark
 tracks the source's offsets in its checkpoint directory, kept inside the job's snapshot store,
 and jetspark the processors' state in snapshots, one per Spark batch id. The vertex's processors
 emit the rows of the current Spark batch that their task received (`pyspark.sql.Row`, or

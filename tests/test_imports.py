@@ -85,3 +85,58 @@ def test_core_lists_its_lazy_names_and_refuses_unknown_ones():
     assert set(jetspark.core.__all__) <= set(dir(jetspark.core))
     with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
         jetspark.core.NoSuchThing  # noqa: B018
+
+
+def _spark_import_graph() -> dict[str, set[str]]:
+    """Module -> the jetspark.core.spark modules it imports (TYPE_CHECKING imports included)."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(jetspark.core.__file__).parent / "spark"
+    sources: dict[str, pathlib.Path] = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        sources[".".join(("jetspark.core.spark", *parts))] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in sources.items():
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:  # `from package import submodule` imports the module
+                    submodule = f"{node.module}.{alias.name}"
+                    imported.add(submodule if submodule in sources else node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        graph[module] = {m for m in imported if m.startswith("jetspark.core.spark")}
+    return graph
+
+
+def test_core_spark_has_no_import_cycle():
+    """core/spark: a room per execution mode and the driver's plumbing, imported one way."""
+    graph = _spark_import_graph()
+    state: dict[str, str] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "open":
+                cycle = [*path[path.index(target) :], target] if target in path else [target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_execution_mode_rooms_import_neither_the_engine_nor_each_other_backwards():
+    graph = _spark_import_graph()
+    for module, targets in graph.items():
+        if module != "jetspark.core.spark" and module != "jetspark.core.spark.engine":
+            assert "jetspark.core.spark.engine" not in targets, module
+        if module.startswith("jetspark.core.spark.stages"):
+            assert not any(".microbatch" in t or ".continuous" in t for t in targets), module

@@ -20,10 +20,10 @@ from jetspark.core import DAG, DirectorySnapshotStore, JobConfig, ProcessingGuar
 from jetspark.core.runtime import snapshot_tasklet
 from jetspark.core.runtime.plan import plan_job
 from jetspark.core.serialization import decode_batch
-from jetspark.core.spark.batch import BatchSpec
-from jetspark.core.spark.records import BATCH, LIST, RESULT
-from jetspark.core.spark.stages import plan_stages
-from jetspark.core.spark.task import StageTask
+from jetspark.core.spark.microbatch.batch import BatchSpec
+from jetspark.core.spark.stages.plan import plan_stages
+from jetspark.core.spark.stages.records import BATCH, LIST, RESULT
+from jetspark.core.spark.stages.task import StageTask
 from jetspark.edges import between
 from jetspark.processors import stream_files_p, write_list_p
 

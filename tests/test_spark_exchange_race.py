@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from jetspark.core.serialization import decode_batch
-from jetspark.core.spark.exchange import SparkExchange
+from jetspark.core.spark.stages.exchange import SparkExchange
 
 
 def test_records_sent_from_another_thread_while_the_task_takes_them_are_never_lost() -> None:

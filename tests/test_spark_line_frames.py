@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pyspark import RDD
 from pyspark.serializers import SpecialLengths, UTF8Deserializer
 
-from jetspark.core.spark.line_frames import LineFrames, read_in_bulk
+from jetspark.core.spark.stages.line_frames import LineFrames, read_in_bulk
 
 AFTER_THE_DATA = struct.pack(">i", SpecialLengths.END_OF_STREAM) + b"worker protocol"
 

@@ -13,10 +13,10 @@ import pytest
 from jetspark.core import DAG, JobConfig
 from jetspark.core.runtime.plan import plan_job
 from jetspark.core.serialization import decode_batch
-from jetspark.core.spark.records import LIST, MAP, RDD, RESULT
-from jetspark.core.spark.stages import plan_stages
-from jetspark.core.spark.task import StageTask
-from jetspark.core.spark.task_stores import RESULT_BATCH
+from jetspark.core.spark.stages.plan import plan_stages
+from jetspark.core.spark.stages.records import LIST, MAP, RDD, RESULT
+from jetspark.core.spark.stages.task import StageTask
+from jetspark.core.spark.stages.task_stores import RESULT_BATCH
 from jetspark.edges import between
 from jetspark.processors import generate_p, write_list_p, write_map_p
 from jetspark.processors.sinks import write_rdd_p

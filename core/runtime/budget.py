@@ -1,6 +1,7 @@
 """The outbox of a source processor in a micro-batch: it accepts a fixed number of items.
 
-SparkEngine runs a job with a processing guarantee as micro-batches (jetspark.core.spark.batch).
+SparkEngine runs a job with a processing guarantee as micro-batches
+(jetspark.core.spark.microbatch.batch).
 The driver fixes how many items each source processor may emit in a batch, before the batch
 starts, so that a Spark task retried from the same snapshot emits exactly the same items. The
 cap sits in the outbox, so any replayable source honours it without knowing of micro-batches:

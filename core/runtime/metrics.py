@@ -50,6 +50,25 @@ class EdgeMetrics:
     """Serialized bytes of the items that crossed members."""
 
 
+@dataclass(frozen=True)
+class SnapshotReport:
+    """One committed snapshot of a job, as the job's metrics and live view report it."""
+
+    snapshot_id: int
+    committed_at: float
+    """Wall-clock time of the commit (time.time())."""
+    duration_seconds: float
+    """From the snapshot's start (its request) to its commit."""
+    bytes: int
+    """Serialized bytes of all the processors' state."""
+    vertex_bytes: Mapping[str, int] = field(default_factory=dict)
+    """Vertex name -> the serialized bytes of its processors' state."""
+
+
+RECENT_SNAPSHOTS = 100
+"""How many SnapshotReports a job's metrics keep (the newest)."""
+
+
 @dataclass
 class JobMetrics:
     """A snapshot of a job's metrics: plain data, safe to keep after the job ended."""
@@ -57,7 +76,13 @@ class JobMetrics:
     processors: list[ProcessorMetrics] = field(default_factory=list)
     edges: list[EdgeMetrics] = field(default_factory=list)
     batches: list[Any] = field(default_factory=list)
-    """SparkEngine jobs with a processing guarantee: one `BatchReport` per micro-batch."""
+    """SparkEngine micro-batch jobs: one `BatchReport` per recent micro-batch."""
+    snapshots: list[SnapshotReport] = field(default_factory=list)
+    """The newest committed snapshots (at most RECENT_SNAPSHOTS), oldest first."""
+    restarts: int = 0
+    """How many times the job restarted from a snapshot by itself after a failure."""
+    execution_mode: str = ""
+    """How the job runs: "local", "stages", "micro_batch" or "continuous"."""
 
     def of_vertex(self, vertex: str) -> list[ProcessorMetrics]:
         """The processors of `vertex`, by global index."""

@@ -54,7 +54,7 @@ class SnapshotCoordinator:
 
     batch_snapshot_id: int | None = None
     """Micro-batch runs (SparkEngine): the one snapshot the run takes; every processor stops
-    once it saved it (see jetspark.core.spark.batch). None: a continuous run."""
+    once it saved it (see jetspark.core.spark.microbatch.batch). None: a continuous run."""
     source_item_budget: int | None = None
     """Micro-batch runs: the items each source processor may emit before it saves."""
     sources_read_to_the_end: frozenset[str] = frozenset()

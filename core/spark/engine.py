@@ -4,107 +4,30 @@ from __future__ import annotations
 
 import itertools
 import logging
-import pickle
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from pyspark import RDD, InheritableThread, SparkContext, StorageLevel
-from pyspark.core.broadcast import Broadcast
+from pyspark import InheritableThread
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError, JobFailedError
+from jetspark.core.errors import JobFailedError
 from jetspark.core.job import Job, checked_submission, warn_at_submission
-from jetspark.core.runtime.metrics import JobMetrics
-from jetspark.core.runtime.plan import JobPlan, plan_job
-from jetspark.core.serialization import decode_batch
-from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
-from jetspark.core.spark.explain import explain_plan
-from jetspark.core.spark.failures import spark_job_error
+from jetspark.core.runtime.plan import plan_job
+from jetspark.core.snapshot_store import Snapshot, SnapshotStore
 from jetspark.core.spark.guarantees import check_streaming_job
-from jetspark.core.spark.job_group import wait_for_tasks_to_end
-from jetspark.core.spark.metrics import merge_metrics
-from jetspark.core.spark.microbatch import MicroBatchRunner
-from jetspark.core.spark.records import LIST, MAP, METRICS, RESULT
-from jetspark.core.spark.records import RDD as RDD_KIND
+from jetspark.core.spark.job import SparkJob
+from jetspark.core.spark.microbatch.run import run_micro_batch_job
 from jetspark.core.spark.session import spark_context_of
-from jetspark.core.spark.shipped_stores import shipped_contents
 from jetspark.core.spark.shipping import ship_package
-from jetspark.core.spark.spark_streams import run_streaming_query, stream_vertex
-from jetspark.core.spark.stages import StagePlan, plan_stages
-from jetspark.core.spark.translate import Translation, translate
+from jetspark.core.spark.stages.explain import explain_plan
+from jetspark.core.spark.stages.plan import plan_stages
+from jetspark.core.spark.stages.run import persisted_stages, run_staged_job
 from jetspark.core.spark.user_code import Shippable, UserCode
 from jetspark.core.stores import Stores
 
 _log = logging.getLogger("jetspark.spark")
 _job_ids = itertools.count(1)
-_CANCEL_RETRY_SECONDS = 0.1
-
-
-class SparkJob(Job):
-    """A job running on Spark: the Job API, plus `rdd(name)` for RDD sinks."""
-
-    def __init__(
-        self,
-        job_id: int,
-        name: str | None,
-        context: SparkContext,
-        *,
-        snapshot_store: SnapshotStore | None = None,
-        restart: Callable[[], Job] | None = None,
-    ) -> None:
-        super().__init__(job_id, name, snapshot_store=snapshot_store, restart=restart)
-        self.group = f"jetspark-{job_id}"
-        self._context = context
-        self._merged_metrics = JobMetrics()
-        self._final: RDD | None = None
-        self.translation: Translation | None = None
-        """The job's RDDs once translated: each stage's output, named after its vertices."""
-        self.modules_used: dict[str, set[str]] = {}
-        """Module -> the vertices and edges whose code needs it on the executors."""
-
-    @property
-    def metrics(self) -> JobMetrics:
-        """Per-processor and per-edge metrics, merged from every task once the job ended (with a
-        processing guarantee: summed over the micro-batches so far, with one report each)."""
-        return self._merged_metrics
-
-    def publish_metrics(self, metrics: JobMetrics) -> None:
-        """Engine side: the metrics `metrics` returns from now on."""
-        self._merged_metrics = metrics
-
-    def cancel(self) -> None:
-        """Cancels the job's Spark jobs; `join()` then raises JobCancelledError.
-
-        Spark cancels only the jobs of the group already submitted, and the driver thread may
-        be about to submit one (a cancel right after `new_job` was lost so, and the job ran
-        on): a helper thread repeats the cancellation until the job ended.
-        """
-        if self._ended.is_set() or self.cancel_event.is_set():
-            return
-        self.cancel_event.set()
-        threading.Thread(
-            target=self._cancel_until_ended, name=f"cancel-{self.name}", daemon=True
-        ).start()
-
-    def _cancel_until_ended(self) -> None:
-        while True:
-            self._context.cancelJobGroup(self.group)
-            if self._ended.wait(_CANCEL_RETRY_SECONDS):
-                return
-
-    def rdd(self, name: str) -> RDD:
-        """The items the job's `write_rdd_p(name)` sink received, as an RDD (nothing collected).
-
-        Available once the job completed; the job's output is persisted, so reading it does
-        not run the job again.
-        """
-        self.join()
-        assert self._final is not None
-        return self._final.filter(
-            lambda r: r[1][0] == RESULT and r[1][1:3] == (RDD_KIND, name)
-        ).flatMap(lambda r: decode_batch(r[1][3]))
 
 
 class SparkEngine:
@@ -161,7 +84,7 @@ class SparkEngine:
         plan = plan_job(dag, config, self.members, self.default_local_parallelism)
         stages = plan_stages(dag)
         parallelism = {name: v.local_parallelism for name, v in plan.vertices.items()}
-        persisted = _persisted_stages(dag, stages)
+        persisted = persisted_stages(dag, stages)
         plan.close(None)
         return explain_plan(dag, stages, self.members, parallelism, persisted.__contains__)
 
@@ -211,109 +134,12 @@ class SparkEngine:
     def _execute(
         self, job: SparkJob, dag: DAG, config: JobConfig, restore_from: Snapshot | None
     ) -> None:
-        """The job's driver thread: the micro-batch loop with a processing guarantee, else
-        plan, translate, run one Spark action and apply the results."""
+        """The job's driver thread: micro-batches with a processing guarantee, else stages."""
         job.mark_running()
         if job.snapshot_store is not None:
-            self._execute_batches(job, dag, config, restore_from)
-            return
-        error: BaseException | None = None
-        plan: JobPlan | None = None
-        shipped: Broadcast | None = None
-        try:
-            plan = plan_job(dag, config, self.members, self.default_local_parallelism)
-            stages = plan_stages(dag)
-            description = f"jetspark {dag.name or job.name}: " + " | ".join(
-                s.name for s in stages.stages
-            )
-            self.context.setJobGroup(job.group, description, interruptOnCancel=True)
-            shipped = self.context.broadcast(shipped_contents(dag, self.stores))
-            job.translation = translate(self.context, dag, plan, stages, shipped)
-            job._final = _final_output(dag, stages, job.translation)
-            results = job._final.filter(_is_collected_result).collect()
-            job._merged_metrics = self._apply(results)
-        except BaseException as failure:
-            error = _job_error(failure, job)
-        if shipped is not None and not (error is None and _has_rdd_sink(dag)):
-            shipped.destroy()  # nothing will recompute the job's stages: free it everywhere
-        if plan is not None:
-            try:
-                plan.close(error)
-            except BaseException as failure:
-                error = error or failure
-        if error is not None:
-            wait_for_tasks_to_end(self.context, job.group)
-        job.mark_ended(error)
-
-    def _execute_batches(
-        self, job: SparkJob, dag: DAG, config: JobConfig, restore_from: Snapshot | None
-    ) -> None:
-        assert isinstance(job.snapshot_store, DirectorySnapshotStore)
-        runner = MicroBatchRunner(self, job, dag, job.snapshot_store, restore_from)
-        stream = stream_vertex(dag)
-        error: BaseException | None = None
-        try:
-            if stream is None:
-                runner.run(config)
-            else:
-                name = dag.name or job.name
-                vertex, frame = stream
-                run_streaming_query(runner, config, name, vertex, frame, restore_from is not None)
-        except BaseException as failure:
-            error = _job_error(failure, job)
-            wait_for_tasks_to_end(self.context, job.group)
-        job.mark_ended(error)
-
-    def _apply(self, results: list[Any]) -> JobMetrics:
-        """Adds sink writes to the driver's stores; returns the merged metrics."""
-        metrics: list[JobMetrics] = []
-        for _member, body in results:
-            _, kind, name, payload, _stage = body
-            if kind == LIST:
-                self.stores.get_list(name).extend(decode_batch(payload))
-            elif kind == MAP:
-                self.stores.get_map(name).update(decode_batch(payload))
-            elif kind == METRICS:
-                metrics.append(pickle.loads(payload))
-        return merge_metrics(metrics)
-
-
-def _is_collected_result(record: Any) -> bool:
-    body = record[1]
-    return body[0] == RESULT and body[1] != RDD_KIND
-
-
-def _persisted_stages(dag: DAG, stages: StagePlan) -> set[int]:
-    """The terminal stages, when any stage holds an RDD sink: their output carries the results
-    of every stage (an earlier stage's ride along through its heirs), serves the job's action
-    and then `job.rdd()`, which must not run the terminal stages again."""
-    if not _has_rdd_sink(dag):
-        return set()
-    return {s.index for s in stages.stages if not stages.consumers(s)}
-
-
-def _has_rdd_sink(dag: DAG) -> bool:
-    """True when a `write_rdd_p` vertex makes the job's output outlive the job."""
-    return any(getattr(v.meta_supplier, "rdd_sink_name", None) for v in dag.vertices())
-
-
-def _final_output(dag: DAG, stages: StagePlan, translation: Translation) -> RDD:
-    if _persisted_stages(dag, stages):
-        return translation.final.persist(StorageLevel.MEMORY_AND_DISK)
-    return translation.final
-
-
-def _job_error(failure: BaseException, job: SparkJob) -> BaseException:
-    """The error `join()` raises: JobCancelledError, the task's JobFailedError, or a wrapper."""
-    if job.cancel_event.is_set():
-        cancelled = JobCancelledError(f"{job.name} was cancelled")
-        cancelled.__cause__ = failure
-        return cancelled
-    if isinstance(failure, JobFailedError):
-        return failure
-    error = spark_job_error(failure, job.name, job.modules_used, job._context.pythonExec)
-    error.__cause__ = failure
-    return error
+            run_micro_batch_job(self, job, dag, config, restore_from)
+        else:
+            run_staged_job(self, job, dag, config)
 
 
 __all__ = ["SparkEngine", "SparkJob"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Any
 
 from pyspark import SparkContext
 
@@ -13,7 +14,24 @@ from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError, SnapshotError
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
-from jetspark.core.spark.spark_streams import stream_vertex
+
+
+def stream_vertex(dag: DAG) -> tuple[str, Any] | None:
+    """The `read_stream_p` vertex of `dag` and its streaming DataFrame, if it has one; a DAG
+    with several is refused (one Spark query drives the batches)."""
+    found = [
+        (v.name, v.meta_supplier.streaming_frame)
+        for v in dag.vertices()
+        if getattr(v.meta_supplier, "streaming_frame", None) is not None
+    ]
+    if len(found) > 1:
+        names = ", ".join(f"'{name}'" for name, _ in found)
+        raise DagValidationError(
+            f"vertices {names} each read a Spark stream: one Spark streaming query drives a "
+            "job's micro-batches, so a DAG may hold one read_stream_p vertex (union the "
+            "streams into one DataFrame first)"
+        )
+    return found[0] if found else None
 
 
 def check_streaming_job(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from jetspark.core.dag import DAG
-from jetspark.core.spark.stages import StagePlan, is_exchange
+from jetspark.core.spark.stages.plan import StagePlan, is_exchange
 from jetspark.edges.edge import Edge
 from jetspark.edges.policy import RoutingPolicy
 

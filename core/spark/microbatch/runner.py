@@ -20,28 +20,25 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import secrets
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.runtime.restore import completed_without_state
-from jetspark.core.serialization import decode_batch
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
-from jetspark.core.spark.batch import BatchSpec, RestoreSpec
-from jetspark.core.spark.metrics import accumulate_metrics, merge_metrics
-from jetspark.core.spark.records import BATCH, LIST, MAP, METRICS, SNAPSHOT, is_collected_result
+from jetspark.core.spark.job import EngineFacts, SparkJob
+from jetspark.core.spark.metrics import accumulate_metrics
+from jetspark.core.spark.microbatch.batch import BatchSpec, RestoreSpec
 from jetspark.core.spark.shipped_stores import shipped_contents
-from jetspark.core.spark.stages import plan_stages
-from jetspark.core.spark.translate import translate
-
-if TYPE_CHECKING:
-    from jetspark.core.spark.engine import SparkEngine, SparkJob
+from jetspark.core.spark.stages.plan import plan_stages
+from jetspark.core.spark.stages.records import BATCH, SNAPSHOT, is_collected_result
+from jetspark.core.spark.stages.run import apply_results
+from jetspark.core.spark.stages.translate import translate
 
 _log = logging.getLogger("jetspark.spark")
 
@@ -89,7 +86,7 @@ class MicroBatchRunner:
 
     def __init__(
         self,
-        engine: SparkEngine,
+        engine: EngineFacts,
         job: SparkJob,
         dag: DAG,
         store: DirectorySnapshotStore,
@@ -185,13 +182,17 @@ class MicroBatchRunner:
             shipped = engine.context.broadcast(shipped_contents(dag, engine.stores))
             translation = translate(engine.context, dag, plan, stages, shipped, spec, rdd_sources)
             results = translation.final.filter(is_collected_result).collect()
-            parts, facts = self._apply(results)
+            parts, facts = self._batch_facts(results)
             self.store.commit(
                 snapshot_id,
                 plan.member_count,
                 {name: v.local_parallelism for name, v in plan.vertices.items()},
                 parts,
             )
+            # sink writes reach the driver's stores only once their batch is committed: a
+            # failed commit leaves nothing to apply twice when the batch runs again
+            batch_metrics = apply_results(engine.stores, results)
+            self.metrics = accumulate_metrics(self.metrics, batch_metrics)
         except BaseException as failure:
             error = failure
             raise
@@ -208,32 +209,23 @@ class MicroBatchRunner:
         finished = all(committed.completed_flags().values())
         return report, committed, finished
 
-    def _apply(
-        self, results: list[Any]
+    @staticmethod
+    def _batch_facts(
+        results: list[Any],
     ) -> tuple[dict[str, tuple[bytes, Held]], tuple[int, bool, int]]:
-        """Sink writes into the driver's stores, metrics into the job's; returns the snapshot's
-        parts (name -> tag and what it holds) and the batch facts (items read, behind, state
-        bytes)."""
-        stores = self._engine.stores
+        """The snapshot's parts (name -> tag and what it holds) and the batch facts (items
+        read, behind, state bytes) among the batch's results."""
         parts: dict[str, tuple[bytes, Held]] = {}
-        metrics: list[JobMetrics] = []
         spent, behind, state_bytes = 0, False, 0
         for _member, body in results:
             _, kind, name, payload, _stage = body
-            if kind == LIST:
-                stores.get_list(name).extend(decode_batch(payload))
-            elif kind == MAP:
-                stores.get_map(name).update(decode_batch(payload))
-            elif kind == METRICS:
-                metrics.append(pickle.loads(payload))
-            elif kind == SNAPSHOT:
+            if kind == SNAPSHOT:
                 tag, held = payload
                 parts[name] = (tag, tuple(map(tuple, held)))
             elif kind == BATCH:
                 spent += payload[0]
                 behind = behind or payload[1]
                 state_bytes += payload[2]
-        self.metrics = accumulate_metrics(self.metrics, merge_metrics(metrics))
         return parts, (spent, behind, state_bytes)
 
     def _adapt(self, report: BatchReport, interval: float) -> None:

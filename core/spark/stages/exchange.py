@@ -17,7 +17,7 @@ from jetspark.core.runtime.exchange import Link
 from jetspark.core.runtime.queue import DONE_ITEM, Queue
 from jetspark.core.runtime.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, Tasklet
 from jetspark.core.serialization import decode_batch, encode_batch
-from jetspark.core.spark.records import RESULT, result_record
+from jetspark.core.spark.stages.records import RESULT, result_record
 
 _RECORDS_PER_CALL = 64
 """Input records the reader handles per call, so processors get their turns."""

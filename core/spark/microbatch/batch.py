@@ -31,7 +31,6 @@ from pyspark import TaskContext
 from jetspark.core.runtime.budget import BudgetedOutbox
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.runtime.restore import RestoredProcessor, route_entries
-from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.runtime.snapshot_tasklet import SnapshottingTasklet
 from jetspark.core.snapshot_store import (
     DirectorySnapshotStore,
@@ -41,7 +40,8 @@ from jetspark.core.snapshot_store import (
     held_by,
     parts_holding,
 )
-from jetspark.core.spark.records import BATCH, SNAPSHOT, result_record
+from jetspark.core.spark.stages.records import BATCH, SNAPSHOT, result_record
+from jetspark.core.spark.stages.task import TaskSnapshot
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,12 @@ class BatchSpec:
     its first run's input exactly; a driver that runs the batch again after a crash starts
     afresh (another member count may give the processors other input)."""
 
+    def coordinator(
+        self, plan: JobPlan, stage: int, member: int, vertices: list[str]
+    ) -> BatchCoordinator:
+        """The coordinator of one task of this batch."""
+        return BatchCoordinator(plan, self, stage, member, vertices)
+
 
 class _NoStore:
     """The store of a task's coordinator: the driver commits, so tasks store nothing."""
@@ -111,7 +117,7 @@ class _NoStore:
         raise AssertionError("a micro-batch task never commits a snapshot")
 
 
-class BatchCoordinator(SnapshotCoordinator):
+class BatchCoordinator(TaskSnapshot):
     """The snapshot coordinator of one task of one micro-batch (module docstring)."""
 
     def __init__(

@@ -3,7 +3,7 @@ Streaming DataFrame (processors/stream_sources.py).
 
 The DataFrame's query runs with `foreachBatch`: Spark tracks the source's offsets in its
 checkpoint directory (`spark-checkpoint/` inside the job's snapshot store), and each Spark
-batch `b` becomes jetspark micro-batch `b + 1` (microbatch.py): it restores snapshot `b`, its
+batch `b` becomes jetspark micro-batch `b + 1` (runner.py): it restores snapshot `b`, its
 stream vertex reads exactly the rows of Spark's batch, and it commits snapshot `b + 1`. After a
 driver crash Spark replays the batches its commit log lacks: a replayed batch whose snapshot is
 already committed is skipped (its state is in the snapshot, its output published on restore),
@@ -13,34 +13,13 @@ any other one restores the state it started from. So nothing is committed twice.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from jetspark.core.dag import DAG
-from jetspark.core.errors import DagValidationError, JobCancelledError, SnapshotError
-
-if TYPE_CHECKING:
-    from jetspark.core.spark.microbatch import MicroBatchRunner
+from jetspark.core.errors import JobCancelledError, SnapshotError
+from jetspark.core.spark.microbatch.runner import MicroBatchRunner
 
 CHECKPOINT_DIRECTORY = "spark-checkpoint"
 _POLL_SECONDS = 0.2
-
-
-def stream_vertex(dag: DAG) -> tuple[str, Any] | None:
-    """The `read_stream_p` vertex of `dag` and its streaming DataFrame, if it has one; a DAG
-    with several is refused (one Spark query drives the batches)."""
-    found = [
-        (v.name, v.meta_supplier.streaming_frame)
-        for v in dag.vertices()
-        if getattr(v.meta_supplier, "streaming_frame", None) is not None
-    ]
-    if len(found) > 1:
-        names = ", ".join(f"'{name}'" for name, _ in found)
-        raise DagValidationError(
-            f"vertices {names} each read a Spark stream: one Spark streaming query drives a "
-            "job's micro-batches, so a DAG may hold one read_stream_p vertex (union the "
-            "streams into one DataFrame first)"
-        )
-    return found[0] if found else None
 
 
 def run_streaming_query(

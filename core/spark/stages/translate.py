@@ -16,11 +16,10 @@ from pyspark import RDD, SparkContext
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
 from jetspark.core.runtime.plan import JobPlan
-from jetspark.core.spark.batch import BatchSpec
-from jetspark.core.spark.line_frames import read_in_bulk
-from jetspark.core.spark.records import RESULT, member_of_key
-from jetspark.core.spark.stages import Stage, StagePlan
-from jetspark.core.spark.task import StageTask
+from jetspark.core.spark.stages.line_frames import read_in_bulk
+from jetspark.core.spark.stages.plan import Stage, StagePlan
+from jetspark.core.spark.stages.records import RESULT, member_of_key
+from jetspark.core.spark.stages.task import StageSnapshots, StageTask
 
 _FIRST = -(2**63)
 
@@ -48,7 +47,7 @@ def translate(
     plan: JobPlan,
     stages: StagePlan,
     shipped: Any,
-    batch: BatchSpec | None = None,
+    batch: StageSnapshots | None = None,
     rdd_sources: dict[str, RDD] | None = None,
 ) -> Translation:
     """Builds the RDD lineage of the job, or of one micro-batch of it (lazily: nothing runs

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from jetspark.core.serialization import encode_batch
-from jetspark.core.spark.records import LIST, MAP, RDD, result_record
+from jetspark.core.spark.stages.records import LIST, MAP, RDD, result_record
 from jetspark.core.stores import Stores
 
 RESULT_BATCH = 4096

@@ -5,16 +5,34 @@ from __future__ import annotations
 import dataclasses
 import pickle
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.plan import JobPlan
-from jetspark.core.spark.batch import BatchCoordinator, BatchSpec
-from jetspark.core.spark.exchange import SparkExchange
+from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.spark.failures import task_failure
-from jetspark.core.spark.records import METRICS, result_record
-from jetspark.core.spark.task_stores import RESULT_BATCH, TaskStores
+from jetspark.core.spark.stages.exchange import SparkExchange
+from jetspark.core.spark.stages.records import METRICS, result_record
+from jetspark.core.spark.stages.task_stores import RESULT_BATCH, TaskStores
+
+
+class TaskSnapshot(SnapshotCoordinator):
+    """The snapshot coordinator of a stage task that takes part in a snapshot (a micro-batch)."""
+
+    def result_records(self, stage: int, tasklets: list[Any]) -> Iterator[Any]:
+        """Records the driver needs once the task's runtime ended (its snapshot part)."""
+        raise NotImplementedError
+
+
+class StageSnapshots(Protocol):
+    """What the driver fixed for the snapshot a staged run ends with (see microbatch/)."""
+
+    def coordinator(
+        self, plan: JobPlan, stage: int, member: int, vertices: list[str]
+    ) -> TaskSnapshot:
+        """The coordinator of one task of the run."""
+        ...
 
 
 @dataclasses.dataclass
@@ -31,8 +49,8 @@ class StageTask:
     heir_of: frozenset[int]
     shipped: Any = None
     rdd_source: str | None = None
-    batch: BatchSpec | None = None
-    """Set in a micro-batch of a job with a processing guarantee (see batch.py)."""
+    batch: StageSnapshots | None = None
+    """Set in a micro-batch of a job with a processing guarantee (see microbatch/batch.py)."""
 
     def __call__(self, member: int, records: Iterator[Any]) -> Iterator[Any]:
         """Builds and drives the member runtime, yielding records as it produces them."""
@@ -46,7 +64,7 @@ class StageTask:
         batch = None
         try:
             if self.batch is not None:
-                batch = BatchCoordinator(plan, self.batch, self.stage, member, self.vertices)
+                batch = self.batch.coordinator(plan, self.stage, member, self.vertices)
             runtime = build_member(
                 plan, [member], self.vertices, exchange=exchange, snapshots=batch
             )

@@ -1,0 +1,118 @@
+"""The handle of a job on Spark and the facts every execution mode runs a job with."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pyspark import RDD, SparkContext
+
+from jetspark.core.errors import JobCancelledError, JobFailedError
+from jetspark.core.job import Job
+from jetspark.core.runtime.metrics import JobMetrics
+from jetspark.core.snapshot_store import SnapshotStore
+from jetspark.core.spark.failures import spark_job_error
+from jetspark.core.stores import Stores
+
+_CANCEL_RETRY_SECONDS = 0.1
+
+
+class EngineFacts(Protocol):
+    """What an execution mode needs of the SparkEngine that runs the job."""
+
+    context: SparkContext
+    members: int
+    default_local_parallelism: int
+    stores: Stores
+    batch_items: int | None
+
+
+class SparkJob(Job):
+    """A job running on Spark: the Job API, plus `rdd(name)` for RDD sinks and
+    `execution_mode`, the mode the job runs in."""
+
+    def __init__(
+        self,
+        job_id: int,
+        name: str | None,
+        context: SparkContext,
+        *,
+        snapshot_store: SnapshotStore | None = None,
+        restart: Callable[[], Job] | None = None,
+        execution_mode: Any = None,
+    ) -> None:
+        super().__init__(job_id, name, snapshot_store=snapshot_store, restart=restart)
+        self.group = f"jetspark-{job_id}"
+        self.context = context
+        self.execution_mode = execution_mode
+        """The ExecutionMode the job runs in (never AUTO: what AUTO chose)."""
+        self._merged_metrics = JobMetrics()
+        self._read_live: Callable[[], JobMetrics] | None = None
+        self.rdd_reader: Callable[[str], RDD] | None = None
+        """Set by the stage runner once the job completed with an RDD sink."""
+        self.translation: Any = None
+        """A staged job's RDDs once translated (`stages.translate.Translation`)."""
+        self.modules_used: dict[str, set[str]] = {}
+        """Module -> the vertices and edges whose code needs it on the executors."""
+
+    @property
+    def metrics(self) -> JobMetrics:
+        """Per-processor and per-edge metrics: live while a continuous job runs; merged from
+        every task once a staged job ended; summed over the micro-batches so far."""
+        if self._read_live is not None:
+            return self._read_live()
+        return self._merged_metrics
+
+    def publish_metrics(self, metrics: JobMetrics) -> None:
+        """Engine side: the metrics `metrics` returns from now on."""
+        self._merged_metrics = metrics
+        self._read_live = None
+
+    def read_metrics_live(self, read: Callable[[], JobMetrics]) -> None:
+        """Engine side: `metrics` calls `read()` from now on."""
+        self._read_live = read
+
+    def cancel(self) -> None:
+        """Cancels the job's Spark jobs; `join()` then raises JobCancelledError.
+
+        Spark cancels only the jobs of the group already submitted, and the driver thread may
+        be about to submit one (a cancel right after `new_job` was lost so, and the job ran
+        on): a helper thread repeats the cancellation until the job ended.
+        """
+        if self._ended.is_set() or self.cancel_event.is_set():
+            return
+        self.cancel_event.set()
+        threading.Thread(
+            target=self._cancel_until_ended, name=f"cancel-{self.name}", daemon=True
+        ).start()
+
+    def _cancel_until_ended(self) -> None:
+        while True:
+            self.context.cancelJobGroup(self.group)
+            if self._ended.wait(_CANCEL_RETRY_SECONDS):
+                return
+
+    def rdd(self, name: str) -> RDD:
+        """The items the job's `write_rdd_p(name)` sink received, as an RDD (nothing collected).
+
+        Available once the job completed; the job's output is persisted, so reading it does
+        not run the job again.
+        """
+        self.join()
+        if self.rdd_reader is None:
+            raise ValueError(f"{self.name} has no write_rdd_p sink")
+        return self.rdd_reader(name)
+
+    def error_of(self, failure: BaseException) -> BaseException:
+        """The error `join()` raises for `failure`: JobCancelledError, the task's
+        JobFailedError, or a JobFailedError that says what went wrong in Python terms."""
+        if self.cancel_event.is_set():
+            cancelled = JobCancelledError(f"{self.name} was cancelled")
+            cancelled.__cause__ = failure
+            return cancelled
+        if isinstance(failure, JobFailedError):
+            return failure
+        error = spark_job_error(failure, self.name, self.modules_used, self.context.pythonExec)
+        error.__cause__ = failure
+        return error
