@@ -20,6 +20,8 @@ class JobConfig:
 
     `max_watermark_retain_millis` < 0 disables retention (Jet's default); `slow_callback_millis`
     makes the runtime warn when a cooperative callback runs longer (None: off).
+    `ignore_state_of_removed_vertices` lets `restore_from` drop the state a snapshot holds for
+    vertices the DAG no longer has (a job upgrade); without it such a snapshot is refused.
     """
 
     name: str | None = None
@@ -28,6 +30,7 @@ class JobConfig:
     max_watermark_retain_millis: int = -1
     slow_callback_millis: float | None = None
     partition_count: int = 271
+    ignore_state_of_removed_vertices: bool = False
 
     def __post_init__(self) -> None:
         if self.name is not None and not isinstance(self.name, str):
@@ -43,6 +46,11 @@ class JobConfig:
             isinstance(slow, bool) or not isinstance(slow, (int, float)) or not slow > 0
         ):
             raise TypeError(f"slow_callback_millis must be a positive number or None, got {slow!r}")
+        if not isinstance(self.ignore_state_of_removed_vertices, bool):
+            raise TypeError(
+                "ignore_state_of_removed_vertices must be a bool, "
+                f"got {self.ignore_state_of_removed_vertices!r}"
+            )
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError(
                 "processing_guarantee must be a ProcessingGuarantee, "
