@@ -16,6 +16,7 @@ from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.member import MemberRuntime
 from jetspark.core.runtime.plan import JobPlan, plan_job
+from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.runtime.snapshot import Clock, SnapshotCoordinator
 from jetspark.core.snapshot_store import InMemorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.stores import Stores
@@ -71,7 +72,9 @@ class LocalEngine:
         With a processing guarantee the job takes snapshots into `snapshot_store` (default: a
         new InMemorySnapshotStore; a DirectorySnapshotStore lets another process restart it).
         `restore_from` starts the job from a snapshot, typically `store.latest()`; it may have
-        been taken with another member count or parallelism. `job.restart()` does both for you.
+        been taken with another member count or parallelism, or of an earlier version of the DAG
+        (SnapshotError when it holds state of a vertex the DAG no longer has, unless
+        `config.ignore_state_of_removed_vertices`). `job.restart()` does both for you.
         """
         dag, config = checked_submission(dag, config)
         warn_at_submission(dag, config)
@@ -95,6 +98,8 @@ class LocalEngine:
                 )
         elif snapshot_store is None:
             snapshot_store = InMemorySnapshotStore()
+        if restore_from is not None:
+            check_restorable(restore_from, dag, config)
         store = snapshot_store
 
         def restart() -> Job:

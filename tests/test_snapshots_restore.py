@@ -10,6 +10,7 @@ import pytest
 from jetspark.core import DAG, JobConfig, ProcessorSnapshot, Snapshot, SnapshotError
 from jetspark.core.runtime import plan_job, route_snapshot
 from jetspark.core.runtime.plan import JobPlan
+from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.serialization import encode_batch
 from jetspark.core.snapshot_keys import broadcast_key
 from jetspark.edges import between
@@ -22,7 +23,7 @@ def _whole(item: Any) -> Any:
     return item
 
 
-def plan(members: int, source_lp: int, count_lp: int) -> JobPlan:
+def plan_dag(source_lp: int = 1, count_lp: int = 1) -> DAG:
     dag = DAG()
     source = dag.new_vertex("source", read_journal_p("in")).local_parallelism(source_lp)
     count = dag.new_vertex("count", aggregate_by_key_p(_whole, counting()))
@@ -30,7 +31,11 @@ def plan(members: int, source_lp: int, count_lp: int) -> JobPlan:
     sink = dag.new_vertex("sink", write_map_p("out")).local_parallelism(1)
     dag.edge(between(source, count).distributed().partitioned(_whole))
     dag.edge(between(count, sink))
-    return plan_job(dag, JobConfig(), members, 1)
+    return dag
+
+
+def plan(members: int, source_lp: int, count_lp: int) -> JobPlan:
+    return plan_job(plan_dag(source_lp, count_lp), JobConfig(), members, 1)
 
 
 def saved(entries: list[tuple[Any, Any]], completed: bool = False) -> ProcessorSnapshot:
@@ -112,8 +117,13 @@ def test_a_completed_processor_runs_when_its_feeders_or_keyed_state_need_it():
 
 
 def test_a_snapshot_of_another_dag_or_with_unreadable_state_is_refused():
-    with pytest.raises(SnapshotError, match="another DAG"):
-        route_snapshot(snapshot_of(1, {"other": 1}, {}), plan(1, 1, 1))
+    other = snapshot_of(1, {"other": 1}, {("other", 0): saved([("k", 1)])})
+    dag = plan_dag()
+    with pytest.raises(SnapshotError, match="state of vertex 'other', which the DAG"):
+        check_restorable(other, dag, JobConfig())
+    check_restorable(other, dag, JobConfig(ignore_state_of_removed_vertices=True))
+    restored = route_snapshot(other, plan(1, 1, 1))
+    assert not any(r.entries or r.completed for r in restored.values()), "all start empty"
     broken = snapshot_of(1, {"source": 1, "count": 1, "sink": 1}, {})
     broken.processors[("count", 0)] = ProcessorSnapshot(b"Xnot a batch")  # type: ignore[index]
     with pytest.raises(SnapshotError, match="'count' processor #0 cannot be read"):

@@ -19,18 +19,32 @@ without `complete()`. That is sound only when it will receive no input, so a new
 
 Otherwise it runs normally from the entries routed to it: sources resume from their final
 positions and emit nothing more; see docs/fault_tolerance.md for the built-in processors.
+
+A snapshot may be of an earlier version of the DAG (a job upgrade): a vertex restores the
+state saved under its name, and a vertex the snapshot does not know starts empty and runs.
+`check_restorable`, which the engines call when a job is submitted, refuses a snapshot holding
+state of a vertex the DAG no longer has, unless the job's config says to drop it.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
 from jetspark.core.errors import SnapshotError
 from jetspark.core.runtime.plan import JobPlan, VertexPlan
+from jetspark.core.serialization import encode_batch
 from jetspark.core.snapshot_keys import BroadcastKey, snapshot_targets
-from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot, Snapshot
+from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot, Snapshot, parts_holding
 from jetspark.partitioning import PartitionAssignment
+
+_log = logging.getLogger("jetspark.snapshots")
+_NO_ENTRIES = encode_batch([])
+"""What a processor that saved nothing stored."""
 
 
 @dataclass
@@ -43,14 +57,59 @@ class RestoredProcessor:
     """True: restore, then end without `complete()` (see the module docstring)."""
 
 
-def route_snapshot(snapshot: Snapshot, plan: JobPlan) -> dict[ProcessorKey, RestoredProcessor]:
-    """Deals the entries of `snapshot` to the processors of `plan` (all members, all vertices)."""
-    saved_vertices, planned = set(snapshot.local_parallelism), set(plan.vertices)
-    if saved_vertices != planned:
-        raise SnapshotError(
-            f"snapshot {snapshot.snapshot_id} was taken of another DAG: its vertices "
-            f"{sorted(saved_vertices)} differ from the job's {sorted(planned)}"
+def check_restorable(snapshot: Snapshot, dag: DAG, config: JobConfig) -> None:
+    """Raises SnapshotError, naming the vertices, when `snapshot` holds state of vertices `dag`
+    does not have, unless `config.ignore_state_of_removed_vertices`.
+
+    A removed vertex whose processors saved no entries (a stateless one) is no loss. Finding
+    that out reads the parts holding removed vertices, only when there are such vertices and
+    their state is not to be ignored; entries are never decoded.
+    """
+    planned = {vertex.name for vertex in dag.vertices()}
+    removed = sorted(set(snapshot.local_parallelism) - planned)
+    if not removed:
+        return
+    if config.ignore_state_of_removed_vertices:
+        _log.warning(
+            "restoring snapshot %d without the state of vertices the DAG no longer has: %s",
+            snapshot.snapshot_id,
+            ", ".join(removed),
         )
+        return
+    lost = _vertices_with_entries(snapshot, removed)
+    if lost:
+        names = ", ".join(f"'{name}'" for name in lost)
+        of_dag = f" '{dag.name}'" if dag.name else ""
+        raise SnapshotError(
+            f"snapshot {snapshot.snapshot_id} holds state of "
+            f"{'vertices' if len(lost) > 1 else 'vertex'} "
+            f"{names}, which the DAG{of_dag} does not have (the snapshot was taken of another "
+            "DAG, or of an earlier version of this one): restoring it would lose that state. "
+            "To upgrade the job and drop it, pass JobConfig(ignore_state_of_removed_vertices=True)"
+        )
+
+
+def _vertices_with_entries(snapshot: Snapshot, vertices: list[str]) -> list[str]:
+    """Those of `vertices` some processor of which saved at least one entry in `snapshot`."""
+    wanted = set(vertices)
+    states: Iterable[tuple[ProcessorKey, ProcessorSnapshot]]
+    if snapshot.parts is None:
+        states = snapshot.processors.items()
+    else:
+        store, snapshot_id = snapshot.store, snapshot.snapshot_id
+        states = (
+            state
+            for part, tag in parts_holding(snapshot.parts, vertices).items()
+            for state in store.read_part(snapshot_id, part, tag).items()
+        )
+    return sorted(
+        {vertex for (vertex, _), saved in states if vertex in wanted and saved.data != _NO_ENTRIES}
+    )
+
+
+def route_snapshot(snapshot: Snapshot, plan: JobPlan) -> dict[ProcessorKey, RestoredProcessor]:
+    """Deals the entries of `snapshot` to the processors of `plan` (all members, all vertices);
+    state of vertices the plan does not have is left out (see `check_restorable`)."""
     restored: dict[ProcessorKey, RestoredProcessor] = {}
     for vertex in plan.vertices.values():  # topological order: feeders are decided first
         _route_vertex(snapshot, plan, vertex, restored)
@@ -130,9 +189,11 @@ def completed_without_state(snapshot: Snapshot, plan: JobPlan) -> dict[Processor
 
 
 def _same_layout(snapshot: Snapshot, plan: JobPlan, vertex: VertexPlan) -> bool:
+    """True when the vertex ran with the same member count and local parallelism (False for a
+    vertex the snapshot does not know)."""
     return (
         snapshot.member_count == plan.member_count
-        and snapshot.local_parallelism[vertex.name] == vertex.local_parallelism
+        and snapshot.local_parallelism.get(vertex.name) == vertex.local_parallelism
     )
 
 
@@ -149,8 +210,8 @@ def _feeders_completed(
 def _entries(snapshot_id: int, name: str, index: int, saved: ProcessorSnapshot) -> list[Any]:
     try:
         return saved.entries()
-    except ValueError as error:
+    except Exception as error:  # unpickling may raise anything: a class gone, renamed, changed
         raise SnapshotError(
             f"snapshot {snapshot_id}: the state of vertex '{name}' processor #{index} "
-            f"cannot be read ({error})"
+            f"cannot be read ({type(error).__name__}: {error})"
         ) from error

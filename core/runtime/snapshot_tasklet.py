@@ -5,7 +5,8 @@ On top of ProcessorTasklet's states it has:
 - restore (when the run starts from a snapshot): the entries routed to the processor go to
   `restore_from_snapshot(inbox)` in batches, then `finish_snapshot_restore()` runs until True,
   before any other callback. A processor restored as completed (see restore.py) then ends
-  without `complete()`.
+  without `complete()`. An exception in `restore_from_snapshot` fails the job naming the key
+  of the entry the processor last took from the inbox (the one its code could not restore).
 - save: `save_to_snapshot()` until True, the entries moved out of the outbox's snapshot
   bucket after each call and serialized at the end, then reported to the coordinator. It
   starts when the aligner has the barrier from every input queue (and the inbox is empty, and
@@ -24,11 +25,13 @@ reported its final state.
 
 from __future__ import annotations
 
+import reprlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from typing import Any
 
 from jetspark.core.context import Context
+from jetspark.core.errors import JobFailedError
 from jetspark.core.inbox import ArrayDequeInbox
 from jetspark.core.processor import Processor
 from jetspark.core.runtime.barrier import BarrierAligner, SnapshotBarrier
@@ -52,6 +55,48 @@ RESTORE_BATCH = 1024
 """Snapshot entries per `restore_from_snapshot` inbox."""
 REPLAY_PATIENCE_SECONDS = 300.0
 """How long a task run again waits for its source to emit an item the first run emitted."""
+_KEY_REPR = reprlib.Repr()
+_KEY_REPR.maxstring = _KEY_REPR.maxother = 60
+
+
+class _RestoreInbox(ArrayDequeInbox):
+    """The inbox of `restore_from_snapshot`: remembers the entry it last handed to the
+    processor (None after `drain_to`, which hands over all at once)."""
+
+    __slots__ = ("handed_out",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handed_out: Any = None
+
+    def peek(self) -> Any:
+        """The head entry, remembered."""
+        self.handed_out = super().peek()
+        return self.handed_out
+
+    def poll(self) -> Any:
+        """Removes the head entry and remembers it."""
+        self.handed_out = super().poll()
+        return self.handed_out
+
+    def remove(self) -> Any:
+        """Removes the head entry and remembers it."""
+        self.handed_out = super().remove()
+        return self.handed_out
+
+    def drain(self, fn: Callable[[Any], Any]) -> int:
+        """Passes every entry to `fn`, remembering each as it goes."""
+
+        def handing_out(entry: Any) -> Any:
+            self.handed_out = entry
+            return fn(entry)
+
+        return super().drain(handing_out)
+
+    def drain_to(self, target: MutableSequence[Any]) -> int:
+        """Moves every entry to `target`; no single entry is remembered."""
+        self.handed_out = None
+        return super().drain_to(target)
 
 
 class SnapshottingTasklet(ProcessorTasklet):
@@ -98,7 +143,7 @@ class SnapshottingTasklet(ProcessorTasklet):
         self._after_complete = self._save_final
         self._restored = restored
         self._restore_position = 0
-        self._restore_inbox = ArrayDequeInbox()
+        self._restore_inbox = _RestoreInbox()
         self._batch_input_ended = False
         """Micro-batch runs: `complete()` returned False with nothing emitted and an empty
         outbox (idle, or out of its item budget), so this run's snapshot may be saved."""
@@ -149,8 +194,17 @@ class SnapshottingTasklet(ProcessorTasklet):
             queue.extend(restored.entries[start : self._restore_position])
         before = len(queue)
         self.callback = "restore_from_snapshot"
+        self._restore_inbox.handed_out = None
         self.processor.restore_from_snapshot(self._restore_inbox)
         return MADE_PROGRESS if len(queue) < before else NO_PROGRESS
+
+    def _failure(self, error: Exception, callback: str) -> JobFailedError:
+        """As ProcessorTasklet's; a failure in `restore_from_snapshot` also names the key of the
+        entry being restored."""
+        entry = self._restore_inbox.handed_out
+        if callback == "restore_from_snapshot" and isinstance(entry, tuple) and len(entry) == 2:
+            callback = f"{callback}, restoring the entry of key {_KEY_REPR.repr(entry[0])}"
+        return super()._failure(error, callback)
 
     def _finish_restore(self) -> int:
         restored = self._restored

@@ -13,6 +13,7 @@ from pyspark import SparkContext
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError, SnapshotError
+from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
 
 
@@ -75,12 +76,7 @@ def check_streaming_job(
                 "a list, map or transactional file sink"
             )
     if restore_from is not None:
-        saved, planned = set(restore_from.local_parallelism), {v.name for v in dag.vertices()}
-        if saved != planned:
-            raise SnapshotError(
-                f"snapshot {restore_from.snapshot_id} was taken of another DAG: its vertices "
-                f"{sorted(saved)} differ from the job's {sorted(planned)}"
-            )
+        check_restorable(restore_from, dag, config)
     if store is None:
         if not context.master.startswith("local"):
             raise ValueError(

@@ -1,0 +1,200 @@
+"""Job upgrades (issue #26): `restore_from` takes a snapshot of an earlier version of the DAG.
+
+A vertex restores the state saved under its name, a new vertex starts empty, state of a removed
+vertex fails the submission unless the config drops it, and state the new code cannot restore
+fails the job naming the vertex and the key. Every assertion is on snapshot contents and
+counts: a job runs until a committed snapshot shows its source read the whole journal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import fault_tolerance_jobs as jobs
+import pytest
+
+from jetspark.core import (
+    DAG,
+    AbstractProcessor,
+    JobCancelledError,
+    JobConfig,
+    JobFailedError,
+    ProcessingGuarantee,
+    Snapshot,
+    SnapshotError,
+)
+from jetspark.core.job import Job
+from jetspark.core.snapshot_keys import BroadcastKey
+from jetspark.edges import between, from_
+from jetspark.processors import aggregate_by_key_p, map_p, stream_journal_p
+from jetspark.processors.aggregate import counting
+
+pytestmark = pytest.mark.timeout(120)
+
+JOURNAL_PARTITIONS = 16
+FIRST = jobs.words(300, seed=11)
+LATER = jobs.words(200, seed=12)
+
+
+def _word(item: str) -> str:
+    return item
+
+
+def upgraded_dag(*counters: str, counter: Any = None) -> DAG:
+    """journal "words" (unbounded) -> one keyed counter vertex per name, each on its own
+    ordinal of the source; `counter` replaces the processor of the vertex named "count"."""
+    dag = DAG("word-tallies")
+    source = dag.new_vertex(
+        "source", stream_journal_p("words", partition_count=JOURNAL_PARTITIONS)
+    ).local_parallelism(2)
+    for ordinal, name in enumerate(counters):
+        supplier = counter if name == "count" and counter is not None else None
+        vertex = dag.new_vertex(name, supplier or aggregate_by_key_p(_word, counting()))
+        dag.edge(from_(source, ordinal).to(vertex).distributed().partitioned(_word))
+    return dag
+
+
+def items_read(snapshot: Snapshot) -> int:
+    """How many journal items the source had read at `snapshot` (from its saved offsets)."""
+    offsets: dict[int, int] = {}
+    for saved in snapshot.of_vertex("source").values():
+        for key, next_offset in saved.entries():
+            assert isinstance(key, BroadcastKey)
+            offsets[key.key[2]] = next_offset
+    return sum((offset - partition) // JOURNAL_PARTITIONS for partition, offset in offsets.items())
+
+
+def counts_of(snapshot: Snapshot, vertex: str) -> Counter[str]:
+    """The per-word counts the processors of `vertex` saved in `snapshot`."""
+    counts: Counter[str] = Counter()
+    for saved in snapshot.of_vertex(vertex).values():
+        for word, count in saved.entries():
+            counts[word] += count
+    return counts
+
+
+def run_until_read(job: Job, total: int) -> Snapshot:
+    """Waits for a committed snapshot in which the source read `total` items, cancels the job
+    and returns the last committed snapshot (the pytest timeout bounds the wait)."""
+    store = job.snapshot_store
+    assert store is not None
+    while (latest := store.latest()) is None or items_read(latest) < total:
+        assert not job.status.is_terminal, job.join(0)
+        time.sleep(0.01)
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(30)
+    final = store.latest()
+    assert final is not None and items_read(final) == total
+    return final
+
+
+def guaranteed(**settings: Any) -> JobConfig:
+    return JobConfig(
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=3,
+        **settings,
+    )
+
+
+def first_version(engine: Any, *counters: str) -> Snapshot:
+    """Runs the DAG with `counters` over FIRST; its last snapshot."""
+    engine.get_list("words").extend(FIRST)
+    return run_until_read(engine.new_job(upgraded_dag(*counters), guaranteed()), len(FIRST))
+
+
+def test_a_new_vertex_starts_empty_and_the_old_one_continues_from_its_state() -> None:
+    engine = jobs.engine(2)
+    before = first_version(engine, "count")
+    assert counts_of(before, "count") == Counter(FIRST)
+    engine.get_list("words").extend(LATER)
+    job = engine.new_job(upgraded_dag("count", "tally"), guaranteed(), restore_from=before)
+    after = run_until_read(job, len(FIRST) + len(LATER))
+    assert counts_of(after, "count") == Counter(FIRST + LATER)
+    assert counts_of(after, "tally") == Counter(LATER)
+
+
+def test_state_of_a_removed_vertex_fails_the_submission_unless_dropped() -> None:
+    engine = jobs.engine(2)
+    before = first_version(engine, "count", "tally")
+    with pytest.raises(SnapshotError, match="state of vertex 'tally', which the DAG") as refused:
+        engine.new_job(upgraded_dag("count"), guaranteed(), restore_from=before)
+    assert "ignore_state_of_removed_vertices=True" in str(refused.value)
+    engine.get_list("words").extend(LATER)
+    job = engine.new_job(
+        upgraded_dag("count"),
+        guaranteed(ignore_state_of_removed_vertices=True),
+        restore_from=before,
+    )
+    after = run_until_read(job, len(FIRST) + len(LATER))
+    assert counts_of(after, "count") == Counter(FIRST + LATER)
+    assert set(after.local_parallelism) == {"source", "count"}
+
+
+def test_a_removed_vertex_that_saved_nothing_needs_no_flag() -> None:
+    engine = jobs.engine(1)
+    engine.get_list("words").extend(FIRST)
+    dag = upgraded_dag("count")
+    echo = dag.new_vertex("echo", map_p(_word))
+    dag.edge(from_(dag.get_vertex("source"), 1).to(echo))
+    dag.edge(between(echo, dag.new_vertex("echoed", aggregate_by_key_p(_word, counting()))))
+    before = run_until_read(engine.new_job(dag, guaranteed()), len(FIRST))
+    with pytest.raises(SnapshotError, match="vertex 'echoed',") as refused:
+        engine.new_job(upgraded_dag("count"), guaranteed(), restore_from=before)
+    assert "'echo'" not in str(refused.value)
+    without_echo = upgraded_dag("count", "echoed")
+    engine.get_list("words").extend(LATER)
+    after = run_until_read(
+        engine.new_job(without_echo, guaranteed(), restore_from=before), len(FIRST) + len(LATER)
+    )
+    assert counts_of(after, "echoed") == Counter(FIRST + LATER)
+
+
+class StrictCount(AbstractProcessor):
+    """A new version of the counter that cannot read the state saved for one word."""
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if key == "w3":
+            raise ValueError("this version cannot read the saved count")
+
+
+def test_state_the_new_code_cannot_restore_fails_naming_the_vertex_and_the_key() -> None:
+    engine = jobs.engine(2)
+    before = first_version(engine, "count")
+    job = engine.new_job(
+        upgraded_dag("count", counter=StrictCount), guaranteed(), restore_from=before
+    )
+    with pytest.raises(JobFailedError) as failure:
+        job.join(30)
+    error = failure.value
+    assert error.vertex_name == "count" and error.processor_index is not None
+    assert "restore_from_snapshot, restoring the entry of key 'w3'" in str(error)
+    assert isinstance(error.__cause__, ValueError)
+
+
+class DrainingCount(AbstractProcessor):
+    """Restores through `inbox.drain(fn)`, failing on one word."""
+
+    def restore_from_snapshot(self, inbox: Any) -> None:
+        inbox.drain(self._restore)
+
+    def _restore(self, entry: Any) -> None:
+        if entry[0] == "w5":
+            raise KeyError(entry[0])
+
+
+def test_the_failing_key_is_named_whichever_way_the_processor_takes_its_entries() -> None:
+    engine = jobs.engine(1)
+    before = first_version(engine, "count")
+    job = engine.new_job(
+        upgraded_dag("count", counter=DrainingCount), guaranteed(), restore_from=before
+    )
+    with pytest.raises(JobFailedError, match="restoring the entry of key 'w5': KeyError"):
+        job.join(30)
+
+
+def test_the_flag_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="ignore_state_of_removed_vertices must be a bool"):
+        JobConfig(ignore_state_of_removed_vertices="yes")  # type: ignore[arg-type]
