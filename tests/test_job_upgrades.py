@@ -31,7 +31,7 @@ from jetspark.edges import between, from_
 from jetspark.processors import aggregate_by_key_p, map_p, stream_journal_p
 from jetspark.processors.aggregate import counting
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
 
 JOURNAL_PARTITIONS = 16
 FIRST = jobs.words(300, seed=11)
@@ -85,7 +85,7 @@ def run_until_read(job: Job, total: int) -> Snapshot:
         time.sleep(0.01)
     job.cancel()
     with pytest.raises(JobCancelledError):
-        job.join(30)
+        job.join(120)
     final = store.latest()
     assert final is not None and items_read(final) == total
     return final
@@ -193,6 +193,26 @@ def test_the_failing_key_is_named_whichever_way_the_processor_takes_its_entries(
     )
     with pytest.raises(JobFailedError, match="restoring the entry of key 'w5': KeyError"):
         job.join(30)
+
+
+@pytest.mark.spark
+def test_a_new_vertex_starts_empty_on_spark_micro_batches(spark_engine: Any, tmp_path: Any) -> None:
+    from jetspark.core import DirectorySnapshotStore
+    from jetspark.core.spark import SparkEngine
+
+    engine = SparkEngine(spark_engine.context, members=2, batch_items=100)
+    store = DirectorySnapshotStore(tmp_path / "snapshots")
+    engine.get_list("words").extend(FIRST)
+    job = engine.new_job(upgraded_dag("count"), guaranteed(), snapshot_store=store)
+    before = run_until_read(job, len(FIRST))
+    assert counts_of(before, "count") == Counter(FIRST)
+    engine.get_list("words").extend(LATER)
+    job = engine.new_job(
+        upgraded_dag("count", "tally"), guaranteed(), snapshot_store=store, restore_from=before
+    )
+    after = run_until_read(job, len(FIRST) + len(LATER))
+    assert counts_of(after, "count") == Counter(FIRST + LATER)
+    assert counts_of(after, "tally") == Counter(LATER)
 
 
 def test_the_flag_must_be_a_bool() -> None:
