@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from jetspark.core.context import Context
-from jetspark.core.errors import UnsupportedOperationError
+from jetspark.core.errors import CallbackResultError, UnsupportedOperationError
 from jetspark.core.inbox import ArrayDequeInbox, Inbox
 from jetspark.core.outbox import Ordinals, Outbox, is_plain_batch, offer_items_of
 from jetspark.core.processor import Processor
@@ -39,21 +39,42 @@ class AbstractProcessor(Processor):
         self._iterable_traversers: dict[bool, tuple[Any, Traverser]] = {}
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        """Feeds items to the ordinal's try-method; each leaves the inbox once it returned True."""
+        """Feeds items to the ordinal's try-method; each leaves the inbox once it returned True.
+
+        A result other than True or False (None: a forgotten `return True`) raises
+        CallbackResultError naming the try-method, instead of calling it again forever.
+        """
         try_process = self._item_handler(ordinal)
         if type(inbox) is ArrayDequeInbox:
             queue = inbox.queue
             while queue:
-                if not try_process(queue[0]):
+                done = try_process(queue[0])
+                if done is not True:
+                    self._refuse_unless_false(done, ordinal)
                     return
                 queue.popleft()
             return
         while (item := inbox.peek()) is not None:
-            if not try_process(item):
+            done = try_process(item)
+            if done is not True:
+                self._refuse_unless_false(done, ordinal)
                 return
             inbox.remove()
 
-    def _item_handler(self, ordinal: int) -> Callable[[Any], bool]:
+    def _refuse_unless_false(self, result: object, ordinal: int) -> None:
+        """Raises CallbackResultError unless `result`, a try-method's for `ordinal`, is False."""
+        if result is not False:
+            raise CallbackResultError.of(self._item_handler_name(ordinal), result)
+
+    def _item_handler_name(self, ordinal: int) -> str:
+        """The try-method the processor overrides for `ordinal`: `try_processN` or the catch-all."""
+        name = f"try_process{ordinal}"
+        inherited = getattr(AbstractProcessor, name, None)
+        if inherited is not None and getattr(type(self), name) is not inherited:
+            return name
+        return "try_process_item"
+
+    def _item_handler(self, ordinal: int) -> Callable[[Any], object]:
         if ordinal == 0:
             return self.try_process0
         if ordinal == 1:

@@ -11,6 +11,28 @@ class ProcessorContractError(RuntimeError):
     """A processor broke the Processor API contract (outbox misuse, watermark order, ...)."""
 
 
+class CallbackResultError(ProcessorContractError):
+    """A callback that must return True or False returned something else; `callback` names it.
+
+    None, the forgotten `return True`, is refused rather than taken as "call me again", which
+    would call the callback forever with the same input.
+    """
+
+    def __init__(self, message: str, callback: str) -> None:
+        super().__init__(message)
+        self.callback = callback
+
+    @classmethod
+    def of(cls, callback: str, result: object) -> CallbackResultError:
+        """The error for `callback()` having returned `result`, which is not a bool."""
+        hint = " (a forgotten `return True`?)" if result is None else ""
+        return cls(f"{callback}() must return True or False, got {result!r:.80}{hint}", callback)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickles with its callback, so the error survives a trip between processes."""
+        return (type(self), (str(self), self.callback))
+
+
 class UnsupportedOperationError(RuntimeError):
     """A callback was invoked that the processor does not implement."""
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from jetspark.core.context import Context
-from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.core.errors import CallbackResultError, JobFailedError
 from jetspark.core.processor import Processor
 from jetspark.core.runtime.coalescer import WatermarkCoalescer
 from jetspark.core.runtime.inbound import InboundStream
@@ -30,13 +30,10 @@ _IDLE_TIMESTAMP = IDLE_MESSAGE.timestamp
 def returned_bool(result: object, callback: str) -> bool:
     """`result` of a callback that must return True or False; anything else (the forgotten
     `return True` gives None, which would otherwise retry the callback forever) raises
-    ProcessorContractError."""
+    CallbackResultError."""
     if result is True or result is False:
         return result
-    raise ProcessorContractError(
-        f"{callback}() must return True or False, got {result!r:.80}"
-        + (" (a missing `return True`?)" if result is None else "")
-    )
+    raise CallbackResultError.of(callback, result)
 
 
 class Tasklet(Protocol):
@@ -172,6 +169,10 @@ class ProcessorTasklet:
         return None
 
     def _failure(self, error: Exception, callback: str) -> JobFailedError:
+        """The job's error for `error` raised in `callback`, or in the callback it names (an
+        AbstractProcessor's `try_process0` returning None inside `process`)."""
+        if isinstance(error, CallbackResultError):
+            callback = error.callback
         return JobFailedError.caused_by(
             error, vertex_name=self.vertex_name, processor_index=self.index, callback=callback
         )

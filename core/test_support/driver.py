@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from jetspark.core.context import Context
-from jetspark.core.errors import ProcessorContractError
+from jetspark.core.errors import CallbackResultError, ProcessorContractError
 from jetspark.core.processor import Processor
+from jetspark.core.runtime.tasklet import returned_bool
 from jetspark.core.serialization import decode_batch, encode_batch
 from jetspark.core.test_support.boxes import TestInbox, TestOutbox
 from jetspark.core.test_support.inputs import InputItem, fill_inbox_end, show
@@ -168,7 +169,9 @@ class Driver:
         done = False
         while not done:
             blocked = self._next_call()
-            done = self._call(lambda: self.processor.try_process_watermark(watermark))
+            done = self._call_bool(
+                lambda: self.processor.try_process_watermark(watermark), "try_process_watermark"
+            )
             self._after_call(done or self._emitted(), blocked)
         self._check_nothing_refused_when_done()
         self._callback = "the engine's forwarding after try_process_watermark() returned True"
@@ -181,7 +184,7 @@ class Driver:
         while not done:
             self._callback = "complete()"
             blocked = self._next_call()
-            done = self._call(self.processor.complete)
+            done = self._call_bool(self.processor.complete, "complete")
             progressed = done or self._emitted()
             self._after_call(progressed, blocked)
             if not done and take_snapshots and progressed and self.outbox.refused_item() is None:
@@ -210,7 +213,7 @@ class Driver:
         self._callback = "save_to_snapshot()"
         done = False
         while not done:
-            done = self._call(self.processor.save_to_snapshot)
+            done = self._call_bool(self.processor.save_to_snapshot, "save_to_snapshot")
             progressed = done or bool(self.outbox.snapshot_bucket) or self._emitted()
             for entry in self.outbox.snapshot_bucket:
                 self._check_new_key(entry[0], keys)
@@ -256,7 +259,9 @@ class Driver:
         self._callback = "finish_snapshot_restore()"
         done = False
         while not done:
-            done = self._call(self.processor.finish_snapshot_restore)
+            done = self._call_bool(
+                self.processor.finish_snapshot_restore, "finish_snapshot_restore"
+            )
             self._after_call(done or self._emitted())
 
     # ---------------------------------------------------------- after each call
@@ -349,6 +354,8 @@ class Driver:
         started = time.perf_counter()
         try:
             result = fn()
+        except CallbackResultError as error:
+            raise self._callback_result_failure(error) from error
         except ProcessorContractError as error:
             raise self._contract_failure(error) from error
         except Exception as error:
@@ -364,6 +371,19 @@ class Driver:
                 "or declare is_cooperative() -> False for blocking work"
             )
         return result
+
+    def _call_bool(self, fn: Callable[[], object], callback: str) -> bool:
+        """Runs a callback that must return True or False (`_call`); anything else fails."""
+        return self._call(lambda: returned_bool(fn(), callback))
+
+    def _callback_result_failure(self, error: CallbackResultError) -> VerificationFailure:
+        context = self.context
+        return self._failure(
+            f"vertex '{context.vertex_name}', processor #{context.global_processor_index}: "
+            f"{error} in {self._where()}\nTrue means done and False means call again with the "
+            "same input; both engines fail the job with a JobFailedError naming "
+            f"{error.callback} rather than call it forever"
+        )
 
     def _contract_failure(self, error: ProcessorContractError) -> VerificationFailure:
         message = f"{self._where()} broke the outbox contract: {error}"
