@@ -6,7 +6,7 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
@@ -15,11 +15,15 @@ from jetspark.core.job import Job, checked_submission, warn_at_submission
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.member import MemberRuntime
+from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.runtime.snapshot import Clock, SnapshotCoordinator
 from jetspark.core.snapshot_store import InMemorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.stores import Stores
+
+if TYPE_CHECKING:
+    from jetspark.core.view import JobView
 
 _log = logging.getLogger("jetspark")
 _job_ids = itertools.count(1)
@@ -35,7 +39,8 @@ class LocalEngine:
     a stopping job waits for a non-cooperative processor to return from its callback, and how
     long a cancelled job waits for a blocking cooperative one before it ends without it.
     `snapshot_clock` (seconds) times the snapshot interval; a test can pass a clock it
-    advances itself, so the snapshots fall at the same points of every run.
+    advances itself, so the snapshots fall at the same points of every run. `job_view` (a
+    `jetspark.core.view.JobView`) shows every job the engine starts, live.
     """
 
     def __init__(
@@ -45,6 +50,7 @@ class LocalEngine:
         default_local_parallelism: int = 1,
         stop_timeout: float = 5.0,
         snapshot_clock: Clock = time.monotonic,
+        job_view: JobView | None = None,
     ) -> None:
         if not isinstance(members, int) or members < 1:
             raise ValueError(f"members must be an int >= 1, got {members!r}")
@@ -56,6 +62,7 @@ class LocalEngine:
         self.default_local_parallelism = default_local_parallelism
         self.stop_timeout = stop_timeout
         self.snapshot_clock = snapshot_clock
+        self.job_view = job_view
         self.stores = Stores()
         """The named lists and maps of `get_list`/`get_map`, shared by all jobs of this engine."""
 
@@ -109,6 +116,8 @@ class LocalEngine:
         job = Job(next(_job_ids), config.name, snapshot_store=store, restart=restart)
         run = _LocalRun(self, job, dag, config, restore_from)
         job.on_cancel(run.on_cancel)
+        if self.job_view is not None:
+            self.job_view.watch(job, dag)
         thread = threading.Thread(target=run.execute, name=f"jetspark-{job.name}", daemon=True)
         thread.start()
         return job
@@ -143,6 +152,7 @@ class _LocalRun:
         self.restore_from = restore_from
         self.plan: JobPlan | None = None
         self.runtime: MemberRuntime | None = None
+        self.snapshots: SnapshotCoordinator | None = None
         self._finish_lock = threading.Lock()
         self._finished = False
 
@@ -159,9 +169,8 @@ class _LocalRun:
                 engine.default_local_parallelism,
                 stores=engine.stores,
             )
-            snapshots = None
             if job.snapshot_store is not None:
-                snapshots = SnapshotCoordinator(
+                self.snapshots = SnapshotCoordinator(
                     plan,
                     job.snapshot_store,
                     clock=engine.snapshot_clock,
@@ -174,14 +183,23 @@ class _LocalRun:
                 exchange=LoopbackExchange(),
                 cancel_event=job.cancel_event,
                 stop_timeout=engine.stop_timeout,
-                snapshots=snapshots,
+                snapshots=self.snapshots,
             )
             runtime.on_thread_failure = self.on_thread_failure
-            job.mark_running(runtime.metrics)
+            job.mark_running(self.metrics)
             runtime.run()
         except BaseException as failure:
             error = failure
         self._finish(error)
+
+    def metrics(self) -> JobMetrics:
+        """The runtime's counters and the snapshots this run committed (mode "local")."""
+        assert self.runtime is not None
+        metrics = self.runtime.metrics()
+        metrics.execution_mode = "local"
+        if self.snapshots is not None:
+            metrics.snapshots = list(self.snapshots.reports)
+        return metrics
 
     def on_cancel(self) -> None:
         """Gives the job thread `stop_timeout` seconds to honour the cancel."""

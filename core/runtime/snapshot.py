@@ -25,12 +25,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError
+from jetspark.core.runtime.metrics import RECENT_SNAPSHOTS, SnapshotReport
 from jetspark.core.runtime.restore import RestoredProcessor, route_snapshot
 from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot, Snapshot, SnapshotStore
 
@@ -105,6 +107,10 @@ class SnapshotCoordinator:
         self._in_progress = False
         self._next_start: float | None = None
         self._lock = threading.Lock()
+        self._started_at = 0.0
+        """When the snapshot under way was requested (time.monotonic)."""
+        self.reports: deque[SnapshotReport] = deque(maxlen=RECENT_SNAPSHOTS)
+        """The newest commits of this run, oldest first, for the job's metrics."""
 
     # ----------------------------------------------------------------- building
 
@@ -170,6 +176,7 @@ class SnapshotCoordinator:
             self._outstanding = set(self._tasklets) - set(self._finals)
             self._in_progress = True
             self.requested_id += 1
+        self._started_at = time.monotonic()
         self._next_start = max(now, self._next_start) + self._interval
 
     def job_completed(self) -> None:
@@ -201,12 +208,25 @@ class SnapshotCoordinator:
             ) from error
         self.committed_id = snapshot_id
         self._in_progress = False
+        size = snapshot.size()
+        vertex_bytes: dict[str, int] = {}
+        for (vertex, _), saved in processors.items():
+            vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + len(saved.data)
+        self.reports.append(
+            SnapshotReport(
+                snapshot_id,
+                committed_at=time.time(),
+                duration_seconds=time.monotonic() - self._started_at,
+                bytes=size,
+                vertex_bytes=vertex_bytes,
+            )
+        )
         _log.info(
             "%s: snapshot %d committed (%d processors, %d bytes)",
             self._job_name,
             snapshot_id,
             len(processors),
-            snapshot.size(),
+            size,
         )
         self._tell_finals_committed(finals)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark import InheritableThread
 
@@ -26,6 +26,9 @@ from jetspark.core.spark.stages.run import persisted_stages, run_staged_job
 from jetspark.core.spark.user_code import Shippable, UserCode
 from jetspark.core.stores import Stores
 
+if TYPE_CHECKING:
+    from jetspark.core.view import JobView
+
 _log = logging.getLogger("jetspark.spark")
 _job_ids = itertools.count(1)
 
@@ -42,7 +45,8 @@ class SparkEngine:
     itself, see `user_code.py`): modules (pickled by value) and paths of a `.py` file, a
     package directory or a `.zip` (put on the executors' `sys.path`). `batch_items` fixes the
     items each source processor reads per micro-batch in jobs with a processing guarantee
-    (default: adapted to the snapshot interval).
+    (default: adapted to the snapshot interval). `job_view` (a `jetspark.core.view.JobView`)
+    shows every job the engine starts, live.
     """
 
     def __init__(
@@ -53,6 +57,7 @@ class SparkEngine:
         default_local_parallelism: int = 1,
         ship: Iterable[Shippable] = (),
         batch_items: int | None = None,
+        job_view: JobView | None = None,
     ) -> None:
         self.context = spark_context_of(spark)
         self.members = members if members is not None else self.context.defaultParallelism
@@ -64,6 +69,7 @@ class SparkEngine:
         self.batch_items = batch_items
         """Micro-batches: the items each source processor emits per batch; None adapts it so
         that a batch whose sources are behind takes one snapshot interval."""
+        self.job_view = job_view
         self.stores = Stores()
         """Driver-side named lists and maps: sources ship them into jobs, sinks fill them."""
         self.user_code = UserCode(self.context, ship)
@@ -122,6 +128,8 @@ class SparkEngine:
             next(_job_ids), config.name, self.context, snapshot_store=store, restart=restart
         )
         job.modules_used = modules_used
+        if self.job_view is not None:
+            self.job_view.watch(job, dag)
         thread = InheritableThread(
             target=self._execute,
             args=(job, dag, config, restore_from),

@@ -1,0 +1,187 @@
+"""JobView: the live job view's HTTP server, on a thread of its own.
+
+Routes: `/` the page (it polls the JSON below every second), `/api/jobs` the watched jobs,
+`/api/jobs/<id>` one job's model (model.py), `/api/jobs/<id>/dag.svg` its DAG's picture,
+`/metrics` every watched job's figures in Prometheus' text format.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+from urllib.parse import urlsplit
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from jetspark.core.dag import DAG
+from jetspark.core.job import Job
+from jetspark.core.view.model import Clock, JobSampler
+from jetspark.core.view.picture import dag_svg
+from jetspark.core.view.prometheus import exposition
+
+_log = logging.getLogger("jetspark.view")
+
+WATCHED_JOBS = 20
+"""Jobs a view keeps: watching one more forgets the oldest that has ended (never one that
+is still running)."""
+
+_Answer = tuple[int, str, bytes]
+"""HTTP status, content type, body."""
+
+
+class JobView:
+    """A live view of jobs, served over HTTP at `url`: the page of the newest watched job (or
+    of another, chosen on the page), its figures as JSON, and `/metrics` for Prometheus.
+
+    Start one with `JobView.serve()`; `watch(job, dag)` adds a job (an engine given
+    `job_view=` does that for every job it starts); `close()` stops the server.
+    """
+
+    def __init__(self, server: _Server, clock: Clock, dot: str) -> None:
+        """Use `JobView.serve()`, which binds the server and starts its thread."""
+        self._server = server
+        self._clock = clock
+        self._dot = dot
+        self._lock = threading.Lock()
+        self._samplers: dict[int, JobSampler] = {}
+        self._pictures: dict[int, str] = {}
+        self._thread = threading.Thread(
+            target=server.serve_forever, name="jetspark-job-view", daemon=True
+        )
+        server.view = self
+
+    @classmethod
+    def serve(
+        cls, host: str = "127.0.0.1", port: int = 0, *, clock: Clock = time.time, dot: str = "dot"
+    ) -> JobView:
+        """Starts a view listening on `host`:`port` (0: any free port; see `url`). `clock` is
+        the wall clock of rates and watermark lag; `dot` the Graphviz program drawing DAGs."""
+        if type(port) is not int or not 0 <= port <= 65535:
+            raise ValueError(f"the job view's port must be an int from 0 to 65535, got {port!r}")
+        try:
+            server = _Server((host, port), _Handler)
+        except OSError as error:
+            raise OSError(
+                error.errno, f"the job view cannot listen on {host}:{port}: {error.strerror}"
+            ) from error
+        view = cls(server, clock, dot)
+        view._thread.start()
+        _log.info("job view at %s", view.url)
+        return view
+
+    @property
+    def url(self) -> str:
+        """The page's address, e.g. `http://127.0.0.1:41327/`."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/"
+
+    def watch(self, job: Job, dag: DAG) -> None:
+        """Shows `job`, which runs `dag`, from now on (until WATCHED_JOBS newer ones ended)."""
+        if not isinstance(job, Job):
+            raise TypeError(f"JobView.watch() takes a Job, got {type(job).__name__} {job!r:.60}")
+        if not isinstance(dag, DAG):
+            raise TypeError(
+                f"JobView.watch() takes the DAG job '{job.name}' runs, "
+                f"got {type(dag).__name__} {dag!r:.60}"
+            )
+        with self._lock:
+            self._samplers[job.id] = JobSampler(job, dag, self._clock)
+            ended = [i for i, s in self._samplers.items() if s.job.status.is_terminal]
+            for job_id in ended[: max(0, len(self._samplers) - WATCHED_JOBS)]:
+                del self._samplers[job_id]
+                self._pictures.pop(job_id, None)
+
+    def close(self) -> None:
+        """Stops serving and closes the socket; the jobs go on."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> JobView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------- the routes
+
+    def answer(self, path: str) -> _Answer:
+        """What a GET of `path` returns."""
+        if path == "/":
+            page = resources.files(__package__).joinpath("page.html").read_bytes()
+            return 200, "text/html; charset=utf-8", page
+        if path == "/metrics":
+            return 200, CONTENT_TYPE_LATEST, exposition(self._watched(), self._clock)
+        if path == "/api/jobs":
+            jobs = [
+                {"id": s.job.id, "name": s.job.name, "status": s.job.status.value}
+                for s in self._watched()
+            ]
+            return _json(200, jobs)
+        parts = path.split("/")
+        if len(parts) in (4, 5) and parts[:3] == ["", "api", "jobs"] and parts[3].isdigit():
+            sampler = self._samplers.get(int(parts[3]))
+            if sampler is None:
+                return _json(404, {"error": f"this view watches no job {parts[3]}"})
+            if len(parts) == 4:
+                return self._model(sampler)
+            if parts[4] == "dag.svg":
+                return 200, "image/svg+xml", self._picture(sampler).encode()
+        return _json(404, {"error": f"no such page: {path}"})
+
+    def _watched(self) -> list[JobSampler]:
+        with self._lock:
+            return list(self._samplers.values())
+
+    def _model(self, sampler: JobSampler) -> _Answer:
+        try:
+            return _json(200, sampler.model())
+        except Exception as error:
+            _log.exception("the job view could not read the metrics of job '%s'", sampler.job.name)
+            message = f"job '{sampler.job.name}': its metrics could not be read: {error!r}"
+            return _json(500, {"error": message})
+
+    def _picture(self, sampler: JobSampler) -> str:
+        job_id = sampler.job.id
+        with self._lock:
+            svg = self._pictures.get(job_id)
+        if svg is None:
+            svg = dag_svg(sampler.dag, self._dot)
+            with self._lock:
+                self._pictures[job_id] = svg
+        return svg
+
+
+def _json(status: int, body: Any) -> _Answer:
+    return status, "application/json", json.dumps(body).encode()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    view: JobView
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        try:
+            status, content_type, body = self.server.view.answer(path)
+        except Exception as error:
+            _log.exception("the job view failed to answer %s", path)
+            status, content_type, body = _json(500, {"error": f"{path}: {error!r}"})
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug("job view: " + format, *args)
