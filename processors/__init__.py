@@ -4,7 +4,8 @@ SinkProcessors and DiagnosticProcessors, manual §7.3-7.4, §8.2, §8.4-8.8).
 Every factory returns something `dag.new_vertex(name, ...)` accepts. Aggregate operations live
 in `jetspark.processors.aggregate`, window and watermark policies in
 `jetspark.processors.windowing`, sources, sinks and peeking wrappers in `.sources`, `.sinks`
-and `.diagnostics`, the replayable journal sources in `.journal` (all re-exported here).
+and `.diagnostics`, the replayable journal sources in `.journal`, model inference in
+`.inference` (all re-exported here).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from jetspark.processors.aggregation import (
 )
 from jetspark.processors.diagnostics import peek_input_p, peek_output_p, peek_snapshot_p
 from jetspark.processors.functions import entry, entry_key, entry_value, whole_item
+from jetspark.processors.inference import map_batched_using_context_p, map_using_model_p
 from jetspark.processors.insert_watermarks import insert_watermarks_p
 from jetspark.processors.journal import read_journal_p, stream_journal_p
 from jetspark.processors.session_window import aggregate_to_session_window_p
@@ -76,8 +78,10 @@ __all__ = [
     "flat_map_using_context_p",
     "generate_p",
     "insert_watermarks_p",
+    "map_batched_using_context_p",
     "map_p",
     "map_using_context_p",
+    "map_using_model_p",
     "non_cooperative_p",
     "noop_p",
     "peek_input_p",
