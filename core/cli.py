@@ -139,6 +139,14 @@ def _parser() -> argparse.ArgumentParser:
         parents=[spark],
         help="start Spark once and save the driver JVM's class archive (later starts are faster)",
     )
+    snapshots = commands.add_parser(
+        "snapshots",
+        help="list the snapshots of a DirectorySnapshotStore, or show one snapshot's vertices",
+    )
+    snapshots.add_argument("store", metavar="DIR", help="the snapshot store's directory")
+    snapshots.add_argument(
+        "snapshot_id", nargs="?", type=int, metavar="ID", help="show this snapshot's vertices"
+    )
     return parser
 
 
@@ -161,6 +169,7 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
         "stopwords": _stopwords,
         "explain": _explain,
         "warm-up": _warm_up,
+        "snapshots": _snapshots,
     }[args.command]
     try:
         return command(args, spark)
@@ -442,4 +451,22 @@ def _explain(args: argparse.Namespace, spark: Any) -> int:
     with EngineSession.of(args, spark) as session:
         dag = build_dag(str(default_corpus_dir()))
         print(session.engine.explain(dag))  # type: ignore[attr-defined]
+    return 0
+
+
+def _snapshots(args: argparse.Namespace, spark: Any) -> int:
+    """`jetspark snapshots DIR [ID]`: the store's snapshots, or one snapshot's vertices; reads
+    the store without changing it (no Spark, no JVM)."""
+    from jetspark.core.errors import SnapshotError
+    from jetspark.core.snapshot_inventory import show_snapshot, show_store
+    from jetspark.processors.tfidf import InputError
+
+    try:
+        print(
+            show_store(args.store)
+            if args.snapshot_id is None
+            else show_snapshot(args.store, args.snapshot_id)
+        )
+    except SnapshotError as error:
+        raise InputError(str(error)) from error
     return 0

@@ -177,6 +177,30 @@ class DirectorySnapshotStore:
         _refuse_if_others_can_write(self.directory)
         self._key = _load_or_create_key(os.path.join(self.directory, _KEY))
 
+    @classmethod
+    def open_existing(cls, directory: str | os.PathLike[str]) -> DirectorySnapshotStore:
+        """The store in `directory`, for reading: creates nothing, and raises SnapshotError when
+        the directory or its key is missing (or when the constructor would refuse them)."""
+        path = os.fspath(directory)
+        if not os.path.isdir(path):
+            raise SnapshotError(f"no snapshot store at {path!r}: no such directory")
+        _refuse_if_others_can_write(path)
+        key = os.path.join(path, _KEY)
+        if not os.path.lexists(key):
+            raise SnapshotError(f"{path!r} is not a snapshot store: it has no {_KEY} file")
+        store = cls.__new__(cls)
+        store.directory = path
+        store._key = _read_key(key)
+        return store
+
+    def snapshot_ids(self) -> list[int]:
+        """The ids of the snapshot directories present, committed or not, in ascending order."""
+        return sorted(self._ids())
+
+    def snapshot_directory(self, snapshot_id: int) -> str:
+        """The directory holding the files of snapshot `snapshot_id`."""
+        return self._path(snapshot_id)
+
     def latest(self) -> Snapshot | None:
         """The newest snapshot whose manifest and parts are intact and authentic, or None.
 
@@ -499,6 +523,11 @@ def _load_or_create_key(path: str) -> bytes:
                     _create_key_in_place(path, key)
         finally:
             os.remove(temporary)
+    return _read_key(path)
+
+
+def _read_key(path: str) -> bytes:
+    """The store's key at `path`, once it is found to be private to this user and whole."""
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(descriptor, "rb") as file:
         info = os.fstat(file.fileno())
