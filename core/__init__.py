@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "AbstractProcessor": "abstract_processor",
     "FlatMapper": "abstract_processor",
+    "ExecutionMode": "config",
     "JobConfig": "config",
     "ProcessingGuarantee": "config",
     "Context": "context",
@@ -64,7 +65,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from jetspark.core.abstract_processor import AbstractProcessor, FlatMapper
-    from jetspark.core.config import JobConfig, ProcessingGuarantee
+    from jetspark.core.config import ExecutionMode, JobConfig, ProcessingGuarantee
     from jetspark.core.context import (
         Context,
         ProcessorMetaSupplierContext,

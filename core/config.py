@@ -1,4 +1,5 @@
-"""Job-level configuration: the processing guarantee, snapshots and watermark retention."""
+"""Job-level configuration: the processing guarantee, snapshots, watermark retention and how
+the job runs on Spark."""
 
 from __future__ import annotations
 
@@ -14,6 +15,22 @@ class ProcessingGuarantee(enum.Enum):
     EXACTLY_ONCE = "exactly_once"
 
 
+class ExecutionMode(enum.Enum):
+    """How SparkEngine runs a job (LocalEngine is continuous by nature and accepts all three).
+
+    CONTINUOUS: Jet's own model, every member a long-running task of one Spark barrier stage,
+    records flowing between members as they are produced, snapshots in-band. MICRO_BATCH: one
+    Spark job per snapshot interval (needs a processing guarantee). AUTO: CONTINUOUS for
+    unbounded jobs and jobs with a guarantee when the cluster has a task slot per member, else
+    MICRO_BATCH (with a guarantee) or RDD stages; jobs reading a Spark stream (`read_stream_p`)
+    run as micro-batches; bounded jobs without a guarantee run as RDD stages.
+    """
+
+    AUTO = "auto"
+    CONTINUOUS = "continuous"
+    MICRO_BATCH = "micro_batch"
+
+
 @dataclass
 class JobConfig:
     """Settings of one job; the defaults match Jet's.
@@ -22,6 +39,8 @@ class JobConfig:
     makes the runtime warn when a cooperative callback runs longer (None: off).
     `ignore_state_of_removed_vertices` lets `restore_from` drop the state a snapshot holds for
     vertices the DAG no longer has (a job upgrade); without it such a snapshot is refused.
+    `execution_mode` chooses how SparkEngine runs the job; `max_restarts` bounds how often a
+    continuous job restarts from its last snapshot by itself after losing a member.
     """
 
     name: str | None = None
@@ -30,6 +49,8 @@ class JobConfig:
     max_watermark_retain_millis: int = -1
     slow_callback_millis: float | None = None
     partition_count: int = 271
+    execution_mode: ExecutionMode = ExecutionMode.AUTO
+    max_restarts: int = 10
     ignore_state_of_removed_vertices: bool = False
 
     def __post_init__(self) -> None:
@@ -39,6 +60,7 @@ class JobConfig:
             "snapshot_interval_millis",
             "max_watermark_retain_millis",
             "partition_count",
+            "max_restarts",
         ):
             _require_int(setting, getattr(self, setting))
         slow = self.slow_callback_millis
@@ -56,6 +78,12 @@ class JobConfig:
                 "processing_guarantee must be a ProcessingGuarantee, "
                 f"got {self.processing_guarantee!r}"
             )
+        if not isinstance(self.execution_mode, ExecutionMode):
+            raise TypeError(
+                f"execution_mode must be an ExecutionMode, got {self.execution_mode!r}"
+            )
+        if self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}")
         if self.snapshot_interval_millis <= 0:
             raise ValueError(
                 f"snapshot_interval_millis must be positive, got {self.snapshot_interval_millis}"

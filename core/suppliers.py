@@ -162,3 +162,19 @@ def _accepts_no_arguments(fn: Callable[..., Any]) -> bool:
 
 def _describe(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def unbounded(supplier: Any) -> Any:
+    """Marks a source's supplier (a processor function, a supplier or a meta-supplier) as
+    unbounded: it never completes by itself. SparkEngine's AUTO execution mode runs a DAG with
+    such a source continuously. Returns `supplier`."""
+    supplier.unbounded = True
+    return supplier
+
+
+def declares_unbounded(meta_supplier: Any) -> bool:
+    """True when a vertex's meta-supplier, its supplier or its processor function was marked
+    with `unbounded`."""
+    supplier = getattr(meta_supplier, "supplier", None)
+    holders = (meta_supplier, supplier, getattr(supplier, "processor_fn", None))
+    return any(getattr(holder, "unbounded", False) is True for holder in holders)

@@ -27,7 +27,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
 from jetspark.core.outbox import Outbox
 from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
-from jetspark.core.suppliers import ProcessorFn
+from jetspark.core.suppliers import ProcessorFn, unbounded
 from jetspark.processors.emission import ResumableEmission
 from jetspark.processors.functions import engine_stores
 
@@ -182,4 +182,4 @@ def stream_journal_p(
     """
     _check_partitions(partition_count)
     source = _journal_of(journal, None)
-    return lambda: JournalSourceP(source, partition_count, bounded=False)
+    return unbounded(lambda: JournalSourceP(source, partition_count, bounded=False))

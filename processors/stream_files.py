@@ -27,7 +27,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
 from jetspark.core.outbox import Outbox
 from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
-from jetspark.core.suppliers import ProcessorFn
+from jetspark.core.suppliers import ProcessorFn, unbounded
 from jetspark.processors.file_ranges import RangeLineReader
 
 _KEY = "stream_file"
@@ -195,4 +195,4 @@ def stream_files_p(
     snapshots (module docstring)."""
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise NotADirectoryError(f"stream_files_p: {directory!r} is not a directory")
-    return lambda: StreamFilesP(directory, glob, charset, only_new, shared_file_system)
+    return unbounded(lambda: StreamFilesP(directory, glob, charset, only_new, shared_file_system))

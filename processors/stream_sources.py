@@ -21,7 +21,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
-from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier, unbounded
 from jetspark.processors.functions import drain
 
 _NOTHING = object()
@@ -230,7 +230,9 @@ def stream_socket_p(host: str, port: int, charset: str = "utf-8") -> SocketMetaS
     receives until the server closes the connection. Not replayable: a restart loses what the
     server sent before it (at-most-once whatever the job's guarantee)."""
     _check_address(host, port, charset)
-    return SocketMetaSupplier(lambda: StreamSocketP(host, port, charset), "stream_socket_p")
+    return unbounded(
+        SocketMetaSupplier(lambda: StreamSocketP(host, port, charset), "stream_socket_p")
+    )
 
 
 def write_socket_p(

@@ -1,5 +1,7 @@
 """Jobs with a processing guarantee give the same committed output on LocalEngine(2) and on
-SparkEngine (local[2], micro-batches of a few hundred items per source processor).
+SparkEngine (local[2]) in both its streaming modes: micro-batches of a few hundred items per
+source processor, and continuous execution (every member a long-running task, snapshots
+in-band).
 
 Every assertion is on items and snapshots: how many batches a run takes before a cancel
 depends on the machine's speed, the committed output never does.
@@ -8,6 +10,7 @@ depends on the machine's speed, the committed output never does.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -19,6 +22,7 @@ from jetspark.core import (
     DAG,
     AbstractProcessor,
     DirectorySnapshotStore,
+    ExecutionMode,
     JobCancelledError,
     JobConfig,
     LocalEngine,
@@ -45,23 +49,39 @@ BATCH_ITEMS = 250
 """Items per source processor and micro-batch on Spark: a few batches per job."""
 
 
-@pytest.fixture(params=["local", "spark"])
-def engine(request: pytest.FixtureRequest) -> Any:
-    """LocalEngine(2) with a ticking snapshot clock, or SparkEngine on the session's local[2]."""
+SPARK_MODES = [ExecutionMode.MICRO_BATCH, ExecutionMode.CONTINUOUS]
+MODE = ExecutionMode.AUTO
+"""The execution mode `guaranteed()` asks for: set by the `engine` fixture per test."""
+
+
+@pytest.fixture(params=["local", "micro_batch", "continuous"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """LocalEngine(2) with a ticking snapshot clock, or SparkEngine on the session's local[2]
+    in one of its streaming modes."""
     if request.param == "local":
         return LocalEngine(2, snapshot_clock=jobs.TickClock())
     from jetspark.core.spark import SparkEngine
 
+    monkeypatch.setattr(sys.modules[__name__], "MODE", ExecutionMode(request.param), raising=True)
     context = request.getfixturevalue("spark_engine").context
     return SparkEngine(context, members=2, batch_items=BATCH_ITEMS)
 
 
 def guaranteed(guarantee: ProcessingGuarantee = EXACTLY_ONCE) -> JobConfig:
-    return JobConfig(processing_guarantee=guarantee, snapshot_interval_millis=3)
+    return JobConfig(
+        processing_guarantee=guarantee, snapshot_interval_millis=3, execution_mode=MODE
+    )
+
+
+def unguaranteed() -> JobConfig:
+    """No guarantee: CONTINUOUS as asked, else RDD stages (micro-batches need a guarantee)."""
+    continuous = MODE is ExecutionMode.CONTINUOUS
+    return JobConfig(execution_mode=MODE if continuous else ExecutionMode.AUTO)
 
 
 def batches(job: Job) -> int:
-    return len(job.metrics.batches)
+    """Snapshots committed so far: micro-batches, or a continuous job's snapshots."""
+    return max(len(job.metrics.batches), len(job.metrics.snapshots))
 
 
 @pytest.mark.parametrize("guarantee", list(ProcessingGuarantee))
@@ -70,7 +90,7 @@ def test_keyed_counts_equal_the_run_without_a_guarantee(
 ) -> None:
     items = jobs.words(3000)
     engine.get_list("words").extend(items)
-    config = guaranteed(guarantee) if guarantee is not ProcessingGuarantee.NONE else JobConfig()
+    config = guaranteed(guarantee) if guarantee is not ProcessingGuarantee.NONE else unguaranteed()
     engine.new_job(jobs.counting_dag(_identity, sink=f"counts-{guarantee.name}"), config).join(120)
     assert engine.get_map(f"counts-{guarantee.name}") == jobs.expected_counts(items)
 
@@ -81,7 +101,7 @@ def test_sliding_windows_are_exact(engine: Any) -> None:
     job = engine.new_job(jobs.windowed_dag(_identity), guaranteed())
     job.join(120)
     assert engine.get_map("windows") == jobs.expected_windows(items)
-    if not isinstance(engine, LocalEngine):
+    if MODE is ExecutionMode.MICRO_BATCH:
         assert batches(job) > 2  # the windows' state passed through snapshots
 
 
@@ -150,19 +170,30 @@ def test_a_hash_join_over_a_priority_edge_joins_every_order_once(
     assert jobs.committed_lines(out) == expected
 
 
-def test_cancel_and_continue_at_other_member_counts(spark_engine: Any, tmp_path: Any) -> None:
-    """Rescale 2 -> 3 -> 1 members across runs of one job, cancelling each run once it
-    committed a batch: the counts are exact."""
+@pytest.mark.parametrize(
+    ("mode", "member_counts"),
+    [(ExecutionMode.MICRO_BATCH, (2, 3, 1)), (ExecutionMode.CONTINUOUS, (2, 1, 2))],
+)
+def test_cancel_and_continue_at_other_member_counts(
+    spark_engine: Any,
+    tmp_path: Any,
+    mode: ExecutionMode,
+    member_counts: tuple[int, int, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rescale across runs of one job (continuous: within local[2]'s two task slots, one per
+    member), cancelling each run once it committed a snapshot: the counts are exact."""
     from jetspark.core.spark import SparkEngine
 
+    monkeypatch.setattr(sys.modules[__name__], "MODE", mode, raising=True)
     items = jobs.words(3000, seed=5)
     store = DirectorySnapshotStore(tmp_path / "snapshots")
     runs: list[int] = []
-    for members in (2, 3):
+    for members in member_counts[:2]:
         engine = SparkEngine(spark_engine.context, members=members, batch_items=100)
         engine.get_list("words").extend(items)
         job = engine.new_job(
-            jobs.counting_dag(_identity, sink="rescaled"),
+            jobs.counting_dag(_unhurried, sink="rescaled"),
             guaranteed(),
             snapshot_store=store,
             restore_from=store.latest(),
@@ -170,7 +201,7 @@ def test_cancel_and_continue_at_other_member_counts(spark_engine: Any, tmp_path:
         _wait_for_batches(job, 1)
         cancel(job)
         runs.append(batches(job))
-    last = SparkEngine(spark_engine.context, members=1, batch_items=100)
+    last = SparkEngine(spark_engine.context, members=member_counts[2], batch_items=100)
     last.get_list("words").extend(items)
     last.new_job(
         jobs.counting_dag(_identity, sink="rescaled"),
@@ -222,11 +253,13 @@ def expected_window(start: int, end: int, key: str) -> int:
     return sum(1 for offset in range(max(0, start * 4), end * 4) if _trade(offset)[1] == key)
 
 
+@pytest.mark.parametrize("mode", SPARK_MODES)
 def test_an_unbounded_job_continues_from_its_snapshot_and_commits_exact_windows(
-    spark_engine: Any, tmp_path: Any
+    spark_engine: Any, tmp_path: Any, mode: ExecutionMode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from jetspark.core.spark import SparkEngine
 
+    monkeypatch.setattr(sys.modules[__name__], "MODE", mode, raising=True)
     out = str(tmp_path / "windows")
     store = DirectorySnapshotStore(tmp_path / "snapshots")
     engine = SparkEngine(spark_engine.context, members=2, batch_items=200)
@@ -264,6 +297,13 @@ def _wait_for_batches(job: Job, count: int, timeout: float = 120) -> None:
 
 
 def _identity(item: Any) -> Any:
+    return item
+
+
+def _unhurried(item: Any) -> Any:
+    """The identity, a millisecond per item: a run of a bounded job lasts long enough for a
+    continuous job's snapshots (one every 3 ms) to fall inside it."""
+    time.sleep(0.001)
     return item
 
 

@@ -15,9 +15,11 @@ from jetspark.core.errors import JobFailedError
 from jetspark.core.job import Job, checked_submission, warn_at_submission
 from jetspark.core.runtime.plan import plan_job
 from jetspark.core.snapshot_store import Snapshot, SnapshotStore
+from jetspark.core.spark.continuous.run import run_continuous_job
 from jetspark.core.spark.guarantees import check_streaming_job
 from jetspark.core.spark.job import SparkJob
 from jetspark.core.spark.microbatch.run import run_micro_batch_job
+from jetspark.core.spark.modes import Mode, choose_mode
 from jetspark.core.spark.session import spark_context_of
 from jetspark.core.spark.shipping import ship_package
 from jetspark.core.spark.stages.explain import explain_plan
@@ -104,11 +106,14 @@ class SparkEngine:
     ) -> SparkJob:
         """Validates `dag` and starts it on Spark; returns at once.
 
-        Without a processing guarantee the job is one Spark job. With one, it runs as
-        micro-batches, each one Spark job ending with a snapshot (docs/fault_tolerance.md):
-        `snapshot_store` must be a DirectorySnapshotStore on storage every executor reaches
-        (default: a temporary directory, local masters only); `restore_from` (typically
-        `store.latest()`) continues a job from a snapshot, at any member count.
+        `config.execution_mode` decides how it runs (`modes.py`; `job.execution_mode` says
+        which): a bounded job without a guarantee as RDD stages, one Spark job; an unbounded
+        job or one with a guarantee continuously (every member a long-running task of one
+        barrier stage, snapshots in-band), or as micro-batches, one Spark job per snapshot
+        (docs/fault_tolerance.md). `snapshot_store` must be a DirectorySnapshotStore on storage
+        every executor reaches (default: a temporary directory, local masters only);
+        `restore_from` (typically `store.latest()`) continues a job from a snapshot, at any
+        member count.
         """
         dag, config = checked_submission(dag, config)
         warn_at_submission(dag, config)
@@ -118,6 +123,7 @@ class SparkEngine:
                 "running context (SparkEngine() starts one)"
             )
         store = check_streaming_job(self.context, dag, config, snapshot_store, restore_from)
+        mode = choose_mode(self.context, dag, config, self.members)
         modules_used = self.user_code.prepare(dag)
 
         def restart() -> Job:
@@ -125,7 +131,12 @@ class SparkEngine:
             return self.new_job(dag, config, snapshot_store=store, restore_from=latest)
 
         job = SparkJob(
-            next(_job_ids), config.name, self.context, snapshot_store=store, restart=restart
+            next(_job_ids),
+            config.name,
+            self.context,
+            snapshot_store=store,
+            restart=restart,
+            execution_mode=mode,
         )
         job.modules_used = modules_used
         if self.job_view is not None:
@@ -142,9 +153,11 @@ class SparkEngine:
     def _execute(
         self, job: SparkJob, dag: DAG, config: JobConfig, restore_from: Snapshot | None
     ) -> None:
-        """The job's driver thread: micro-batches with a processing guarantee, else stages."""
+        """The job's driver thread, in the job's execution mode."""
         job.mark_running()
-        if job.snapshot_store is not None:
+        if job.execution_mode is Mode.CONTINUOUS:
+            run_continuous_job(self, job, dag, config, restore_from)
+        elif job.execution_mode is Mode.MICRO_BATCH:
             run_micro_batch_job(self, job, dag, config, restore_from)
         else:
             run_staged_job(self, job, dag, config)

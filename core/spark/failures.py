@@ -35,6 +35,18 @@ def task_failure(error: BaseException, facts: dict[str, Any]) -> TaskFailure:
     return TaskFailure(f"{_BEGIN}{json.dumps(details)}{_END}")
 
 
+def processor_failure_facts(failure: JobFailedError, member: int) -> dict[str, Any]:
+    """What the driver needs to know of a processor's failure on `member`."""
+    return {
+        "message": str(failure),
+        "vertex_name": failure.vertex_name,
+        "processor_index": failure.processor_index,
+        "callback": failure.callback,
+        "member": member,
+        "cause_type": type(failure.__cause__).__name__ if failure.__cause__ else None,
+    }
+
+
 def failure_facts(error_text: str) -> dict[str, Any] | None:
     """The facts a task embedded in `error_text`, or None when it holds none."""
     match = _PATTERN.search(error_text)
@@ -150,6 +162,18 @@ def _by_value_hint(message: str) -> str:
     return ""
 
 
+def processor_error(facts: dict[str, Any]) -> JobFailedError:
+    """The JobFailedError of a processor's failure in a Spark task, from the facts the task
+    reported (`task_failure`), with the task's traceback."""
+    return JobFailedError(
+        f"{facts['message']} (on member {facts['member']}){_by_value_hint(facts['message'])}\n"
+        f"--- traceback in the Spark task ---\n{facts['traceback']}",
+        vertex_name=facts["vertex_name"],
+        processor_index=facts["processor_index"],
+        callback=facts["callback"],
+    )
+
+
 def spark_job_error(
     failure: BaseException, job_name: str, modules_used: dict[str, set[str]], worker_python: str
 ) -> JobFailedError:
@@ -160,13 +184,7 @@ def spark_job_error(
     error_text = str(failure)
     facts = failure_facts(error_text)
     if facts is not None:
-        return JobFailedError(
-            f"{facts['message']} (on member {facts['member']}){_by_value_hint(facts['message'])}\n"
-            f"--- traceback in the Spark task ---\n{facts['traceback']}",
-            vertex_name=facts["vertex_name"],
-            processor_index=facts["processor_index"],
-            callback=facts["callback"],
-        )
+        return processor_error(facts)
     # Spark's errors come as Py4J errors, or, once Spark SQL is in use in the process (its
     # handler converts them), as pyspark's captured exceptions
     if not isinstance(failure, (Py4JError, CapturedException)):  # raised on the driver

@@ -30,49 +30,17 @@ from pyspark import TaskContext
 
 from jetspark.core.runtime.budget import BudgetedOutbox
 from jetspark.core.runtime.plan import JobPlan
-from jetspark.core.runtime.restore import RestoredProcessor, route_entries
+from jetspark.core.runtime.restore import RestoredProcessor
 from jetspark.core.runtime.snapshot_tasklet import SnapshottingTasklet
 from jetspark.core.snapshot_store import (
     DirectorySnapshotStore,
-    Held,
     ProcessorKey,
     ProcessorSnapshot,
     held_by,
-    parts_holding,
 )
 from jetspark.core.spark.stages.records import BATCH, SNAPSHOT, result_record
 from jetspark.core.spark.stages.task import TaskSnapshot
-
-
-@dataclass(frozen=True)
-class RestoreSpec:
-    """Where a batch's tasks find the snapshot they restore: plain data, shipped to tasks."""
-
-    snapshot_id: int
-    store: DirectorySnapshotStore
-    parts: dict[str, tuple[bytes, Held]]
-    """Part name -> (tag, the processors it holds), from the snapshot's manifest."""
-    completed: dict[ProcessorKey, bool]
-    """Which processors of the batch's plan are restored as completed (decided on the driver)."""
-
-    def route(self, plan: JobPlan, member: int, vertices: list[str]) -> dict[ProcessorKey, Any]:
-        """What each processor of `vertices` on `member` restores: the parts holding those
-        vertices are read (and authenticated) by the task itself."""
-        saved: dict[str, dict[int, ProcessorSnapshot]] = {name: {} for name in vertices}
-        for name, tag in parts_holding(self.parts, vertices).items():
-            for (vertex, index), state in self.store.read_part(self.snapshot_id, name, tag).items():
-                if vertex in saved:
-                    saved[vertex][index] = state
-        restored: dict[ProcessorKey, RestoredProcessor] = {}
-        for name in vertices:
-            vertex_plan = plan.vertices[name]
-            lp = vertex_plan.local_parallelism
-            wanted = {member * lp + local for local in range(lp)}
-            targets, _ = route_entries(self.snapshot_id, plan, vertex_plan, saved[name], wanted)
-            for index in wanted:
-                targets[index].completed = self.completed[(name, index)]
-                restored[(name, index)] = targets[index]
-        return restored
+from jetspark.core.spark.task_restore import RestoreSpec
 
 
 @dataclass(frozen=True)

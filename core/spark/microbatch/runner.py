@@ -19,26 +19,25 @@ DAG without a guarantee) or when the job is cancelled.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
-from jetspark.core.runtime.restore import completed_without_state
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.metrics import accumulate_metrics
-from jetspark.core.spark.microbatch.batch import BatchSpec, RestoreSpec
+from jetspark.core.spark.microbatch.batch import BatchSpec
 from jetspark.core.spark.shipped_stores import shipped_contents
 from jetspark.core.spark.stages.plan import plan_stages
 from jetspark.core.spark.stages.records import BATCH, SNAPSHOT, is_collected_result
 from jetspark.core.spark.stages.run import apply_results
 from jetspark.core.spark.stages.translate import translate
+from jetspark.core.spark.task_restore import held_in, restore_spec
 
 _log = logging.getLogger("jetspark.spark")
 
@@ -106,7 +105,7 @@ class MicroBatchRunner:
 
     def start(self) -> None:
         """Fixes the snapshot the first batch restores (copied into the store if need be)."""
-        self.last = self._restorable(self._restore_from)
+        self.last = held_in(self.store, self._restore_from)
 
     def run(self, config: Any) -> None:
         """Runs batches until every processor completed; raises JobCancelledError on cancel."""
@@ -169,7 +168,7 @@ class MicroBatchRunner:
                 snapshot_id=snapshot_id,
                 store=self.store,
                 item_budget=self._budget,
-                restore=_restore_spec(last, plan) if last is not None else None,
+                restore=restore_spec(last, plan) if last is not None else None,
                 sources_read_to_the_end=self._read_to_the_end,
                 unbudgeted_sources=frozenset(rdd_sources or ()),
                 run=secrets.token_hex(8),
@@ -238,25 +237,3 @@ class MicroBatchRunner:
         target = BUSY_FRACTION * interval
         factor = min(_MAX_GROWTH, max(1 / _MAX_GROWTH, target / report.duration_seconds))
         self._budget = max(INITIAL_ITEM_BUDGET, int(self._budget * factor))
-
-    def _restorable(self, snapshot: Snapshot | None) -> Snapshot | None:
-        """`snapshot` as parts in this job's store (a snapshot held elsewhere is copied in)."""
-        if snapshot is None or (
-            snapshot.parts is not None
-            and snapshot.store is not None
-            and os.path.samefile(snapshot.store.directory, self.store.directory)
-        ):
-            return snapshot
-        copy = replace(snapshot, snapshot_id=self.store.next_id(), parts=None, store=None)
-        self.store.save(copy)
-        return self.store.latest()
-
-
-def _restore_spec(snapshot: Snapshot, plan: JobPlan) -> RestoreSpec:
-    assert snapshot.parts is not None and snapshot.store is not None
-    return RestoreSpec(
-        snapshot_id=snapshot.snapshot_id,
-        store=snapshot.store,
-        parts=dict(snapshot.parts),
-        completed=completed_without_state(snapshot, plan),
-    )

@@ -11,7 +11,7 @@ from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
-from jetspark.core.spark.failures import task_failure
+from jetspark.core.spark.failures import processor_failure_facts, task_failure
 from jetspark.core.spark.stages.exchange import SparkExchange
 from jetspark.core.spark.stages.records import METRICS, result_record
 from jetspark.core.spark.stages.task_stores import RESULT_BATCH, TaskStores
@@ -73,21 +73,10 @@ class StageTask:
                     yield from exchange.take_output()
                 yield from stores.result_records(member, self.stage, at_least=RESULT_BATCH)
         except JobFailedError as failure:
-            raise task_failure(failure, _facts(failure, member)) from failure
+            raise task_failure(failure, processor_failure_facts(failure, member)) from failure
         yield from exchange.take_output()
         yield from stores.result_records(member, self.stage)
         if batch is not None:
             yield from batch.result_records(self.stage, runtime.tasklets)
         metrics = pickle.dumps(runtime.metrics(), protocol=5)
         yield result_record(member, self.stage, METRICS, "", metrics)
-
-
-def _facts(failure: JobFailedError, member: int) -> dict[str, Any]:
-    return {
-        "message": str(failure),
-        "vertex_name": failure.vertex_name,
-        "processor_index": failure.processor_index,
-        "callback": failure.callback,
-        "member": member,
-        "cause_type": type(failure.__cause__).__name__ if failure.__cause__ else None,
-    }

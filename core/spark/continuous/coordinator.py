@@ -1,0 +1,373 @@
+"""The driver's coordinator of a continuous job: Jet's job coordinator, on the Spark driver.
+
+It serves the members' control connections (control.py). Each launch of the job's barrier stage
+is a run named by a token; each Spark attempt of that stage is an epoch. The first member of a
+newer epoch fences the older one: its members are told to stop, nothing they report counts, and
+their part files are never named by a manifest, so a zombie attempt can neither commit nor
+publish. Members of the current epoch learn what to restore (the last committed snapshot) and
+where snapshot ids continue.
+
+Snapshots: every `snapshot_interval_millis` the coordinator asks the members for snapshot N;
+when every member reported its part, it writes the manifest (the commit), applies the sinks'
+writes the members sent before their parts, and tells the members, whose processors then learn
+of the commit. The job has completed when every member reported that its processors finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import pickle
+import socket
+import threading
+import time
+from typing import Any
+
+from jetspark.core.config import JobConfig
+from jetspark.core.runtime.metrics import RECENT_SNAPSHOTS, JobMetrics, SnapshotReport
+from jetspark.core.runtime.plan import JobPlan
+from jetspark.core.serialization import decode_batch
+from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
+from jetspark.core.spark.continuous import control
+from jetspark.core.spark.continuous.control import ControlConnection, ForgedMessageError
+from jetspark.core.spark.continuous.member import Welcome
+from jetspark.core.spark.metrics import merge_metrics
+from jetspark.core.spark.stages.records import LIST, MAP
+from jetspark.core.spark.task_restore import restore_spec
+from jetspark.core.stores import Stores
+
+_log = logging.getLogger("jetspark.spark")
+
+SETTLE_SECONDS = 5.0
+"""After a failed stage, how long the coordinator waits for the members' last messages (a
+processor's failure report races with the stage's failure)."""
+
+
+@dataclasses.dataclass
+class _Epoch:
+    """One Spark attempt of one run of the barrier stage."""
+
+    name: str
+    attempt: int
+    welcome: Welcome
+    members: dict[int, ControlConnection] = dataclasses.field(default_factory=dict)
+    finished: set[int] = dataclasses.field(default_factory=set)
+    snapshot_id: int | None = None
+    """The snapshot under way, or None."""
+    started: float = 0.0
+    parts: dict[int, tuple[str, bytes, Held, dict[str, int]]] = dataclasses.field(
+        default_factory=dict
+    )
+    staged: dict[int, list[Any]] = dataclasses.field(default_factory=dict)
+    """Member -> sink writes it sent since its last part (applied at the next commit)."""
+    reported: dict[int, list[Any]] = dataclasses.field(default_factory=dict)
+    """Member -> sink writes it sent before its part of the snapshot under way."""
+
+
+class ContinuousCoordinator:
+    """Coordinates the members of one continuous job (module docstring)."""
+
+    def __init__(
+        self,
+        job_name: str,
+        plan: JobPlan,
+        config: JobConfig,
+        stores: Stores,
+        store: DirectorySnapshotStore | None,
+        restore_from: Snapshot | None,
+        host: str,
+        key: bytes,
+        max_restarts: int,
+    ) -> None:
+        self._job_name = job_name
+        self._plan = plan
+        self._members = plan.member_count
+        self._stores = stores
+        self._store = store
+        self._key = key
+        self._interval = config.snapshot_interval_millis / 1000
+        self._max_restarts = max_restarts
+        self.last_committed = restore_from
+        """The snapshot a new epoch restores."""
+        self.restarts = 0
+        self.processor_failure: dict[str, Any] | None = None
+        """The facts of the processor failure a member reported, if any."""
+        self.fatal: BaseException | None = None
+        """A failure of the coordinator itself (a commit that failed): the job must fail."""
+        self.completed = threading.Event()
+        self._lock = threading.RLock()
+        self._token: str | None = None
+        self._epoch: _Epoch | None = None
+        self._metrics: dict[int, JobMetrics] = {}
+        self._snapshots: list[SnapshotReport] = []
+        self._next_start = 0.0
+        self._closed = threading.Event()
+        self._connections: set[ControlConnection] = set()
+        self._server = socket.create_server((host, 0))
+        self.address: tuple[str, int] = (host, self._server.getsockname()[1])
+        threading.Thread(target=self._accept, name="jetspark-coordinator", daemon=True).start()
+        if store is not None:
+            threading.Thread(target=self._schedule, name="jetspark-snapshots", daemon=True).start()
+
+    # ------------------------------------------------------------- the run loop's side
+
+    def begin_run(self, token: str) -> None:
+        """A new launch of the barrier stage named `token`: earlier runs are fenced."""
+        with self._lock:
+            self._fence(f"a newer run of {self._job_name} started")
+            self._token = token
+            self.completed.clear()
+
+    def metrics(self) -> JobMetrics:
+        """The job's live metrics: every member's latest, merged, with the snapshots."""
+        with self._lock:
+            merged = merge_metrics(list(self._metrics.values()))
+            merged.snapshots = list(self._snapshots)
+            merged.restarts = self.restarts
+        merged.execution_mode = "continuous"
+        return merged
+
+    def count_restart(self) -> bool:
+        """Counts a restart after a failed stage; False when that exceeds the bound."""
+        with self._lock:
+            self.restarts += 1
+            return self.restarts <= self._max_restarts
+
+    def settle(self) -> None:
+        """Waits (a few seconds at most) until the current epoch's members disconnected, so
+        that a processor's failure report is in before the run loop decides what failed."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while time.monotonic() < deadline and self.processor_failure is None:
+            with self._lock:
+                epoch = self._epoch
+                live = (
+                    [c for c in epoch.members.values() if c in self._connections] if epoch else []
+                )
+            if not live:
+                return
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        """Stops serving; members still connected are told to stop."""
+        self._closed.set()
+        with self._lock:
+            self._fence(f"{self._job_name} ended")
+        self._server.close()
+
+    # ------------------------------------------------------------------ serving
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                connection, _ = self._server.accept()
+            except OSError:
+                return
+            threading.Thread(
+                target=self._serve,
+                args=(ControlConnection(connection, self._key),),
+                name="jetspark-coordinator-member",
+                daemon=True,
+            ).start()
+
+    def _serve(self, connection: ControlConnection) -> None:
+        with self._lock:
+            self._connections.add(connection)
+        member: int | None = None
+        try:
+            while True:
+                message = connection.receive()
+                if message is None:
+                    return
+                kind, payload = message
+                if kind == control.HELLO:
+                    member = self._hello(connection, *payload)
+                    if member is None:
+                        return
+                elif member is not None:
+                    self._handle(connection, member, kind, payload)
+        except ForgedMessageError as error:
+            _log.warning("%s: %s; connection closed", self._job_name, error)
+        except OSError:
+            pass  # the member is gone; the stage's failure tells the run loop
+        finally:
+            with self._lock:
+                self._connections.discard(connection)
+            connection.close()
+
+    def _hello(
+        self, connection: ControlConnection, token: str, member: int, attempt: int
+    ) -> int | None:
+        """Registers a member of the run `token`'s stage attempt `attempt` (the lowest task
+        attempt id of its tasks: a later attempt has a higher one)."""
+        with self._lock:
+            epoch = self._epoch
+            fenced = token != self._token or (epoch is not None and attempt < epoch.attempt)
+            if fenced or not 0 <= member < self._members:
+                connection.send(control.STOP, "fenced: a newer attempt of the job is running")
+                return None
+            if epoch is None or attempt > epoch.attempt:
+                if epoch is not None:  # Spark retried the barrier stage after a lost task
+                    if not self.count_restart():
+                        connection.send(control.STOP, "the job has failed too often")
+                        return None
+                    _log.warning(
+                        "%s: Spark restarted the job's stage (attempt %d): restarting from "
+                        "snapshot %s",
+                        self._job_name,
+                        attempt,
+                        self.last_committed.snapshot_id if self.last_committed else "none",
+                    )
+                epoch = self._new_epoch(token, attempt)
+            epoch.members[member] = connection
+            connection.send(control.WELCOME, epoch.welcome)
+            if len(epoch.members) == self._members:
+                self._next_start = time.monotonic() + self._interval
+            return member
+
+    def _new_epoch(self, token: str, attempt: int) -> _Epoch:
+        self._fence("fenced: a newer attempt of the job is running")
+        last = self.last_committed
+        first = 1
+        restore = None
+        if self._store is not None:
+            first = max(self._store.next_id(), (last.snapshot_id + 1) if last else 1)
+            restore = restore_spec(last, self._plan) if last is not None else None
+        epoch = _Epoch(f"{token}a{attempt}", attempt, Welcome(f"{token}a{attempt}", restore, first))
+        self._epoch = epoch
+        self._metrics.clear()
+        return epoch
+
+    def _fence(self, reason: str) -> None:
+        epoch, self._epoch = self._epoch, None
+        if epoch is None:
+            return
+        for connection in epoch.members.values():
+            with contextlib.suppress(OSError):
+                connection.send(control.STOP, reason)
+            connection.close()
+
+    def _handle(self, connection: ControlConnection, member: int, kind: str, payload: Any) -> None:
+        with self._lock:
+            epoch = self._epoch
+            if epoch is None or epoch.members.get(member) is not connection:
+                return  # a fenced member: nothing it says counts
+            if kind == control.RESULTS:
+                if self._store is None:
+                    self._apply(payload)
+                else:
+                    epoch.staged.setdefault(member, []).extend(payload)
+            elif kind == control.METRICS:
+                self._metrics[member] = pickle.loads(payload)
+            elif kind == control.PART:
+                self._part(epoch, member, *payload)
+            elif kind == control.FINISHED:
+                epoch.finished.add(member)
+                if len(epoch.finished) == self._members:
+                    self._complete(epoch)
+            elif kind == control.FAILED:
+                self.processor_failure = self.processor_failure or payload
+
+    # ---------------------------------------------------------------- snapshots
+
+    def _schedule(self) -> None:
+        """Starts a snapshot every interval while an epoch runs with all its members."""
+        tick = min(self._interval, 0.05)
+        while not self._closed.wait(tick):
+            with self._lock:
+                epoch = self._epoch
+                if (
+                    epoch is None
+                    or epoch.snapshot_id is not None
+                    or len(epoch.members) < self._members
+                    or self.completed.is_set()
+                    or time.monotonic() < self._next_start
+                ):
+                    continue
+                self._start_snapshot(epoch)
+
+    def _start_snapshot(self, epoch: _Epoch) -> None:
+        assert self._store is not None
+        last = self.last_committed
+        snapshot_id = max(
+            epoch.welcome.first_snapshot_id,
+            (last.snapshot_id + 1) if last else 1,
+            self._store.next_id(),
+        )
+        epoch.snapshot_id, epoch.started, epoch.parts = snapshot_id, time.monotonic(), {}
+        self._next_start = max(time.monotonic(), self._next_start) + self._interval
+        for connection in epoch.members.values():
+            connection.send(control.SNAPSHOT, snapshot_id)
+
+    def _part(
+        self,
+        epoch: _Epoch,
+        member: int,
+        snapshot_id: int,
+        name: str,
+        tag: bytes,
+        held: Held,
+        vertex_bytes: dict[str, int],
+    ) -> None:
+        if snapshot_id != epoch.snapshot_id:
+            return
+        epoch.parts[member] = (name, tag, held, vertex_bytes)
+        epoch.reported[member] = epoch.staged.pop(member, [])
+        if len(epoch.parts) == self._members:
+            self._commit(epoch, snapshot_id)
+
+    def _commit(self, epoch: _Epoch, snapshot_id: int) -> None:
+        assert self._store is not None
+        plan = self._plan
+        parts = {name: (tag, held) for name, tag, held, _ in epoch.parts.values()}
+        try:
+            self._store.commit(
+                snapshot_id,
+                plan.member_count,
+                {name: v.local_parallelism for name, v in plan.vertices.items()},
+                parts,
+            )
+        except Exception as error:
+            self.fatal = error
+            self._fence(f"committing snapshot {snapshot_id} failed: {error}")
+            return
+        for member in sorted(epoch.reported):
+            self._apply(epoch.reported[member])
+        epoch.reported.clear()
+        vertex_bytes: dict[str, int] = {}
+        for *_, sizes in epoch.parts.values():
+            for vertex, size in sizes.items():
+                vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + size
+        self._snapshots.append(
+            SnapshotReport(
+                snapshot_id,
+                time.time(),
+                time.monotonic() - epoch.started,
+                sum(vertex_bytes.values()),
+                vertex_bytes,
+            )
+        )
+        del self._snapshots[:-RECENT_SNAPSHOTS]
+        self.last_committed = self._store.committed(snapshot_id)
+        epoch.snapshot_id = None
+        _log.info("%s: snapshot %d committed", self._job_name, snapshot_id)
+        for connection in epoch.members.values():
+            connection.send(control.COMMITTED, snapshot_id)
+
+    def _complete(self, epoch: _Epoch) -> None:
+        """Every member finished: their remaining writes count, the job completed."""
+        for member in sorted(set(epoch.reported) | set(epoch.staged)):
+            self._apply(epoch.reported.get(member, []) + epoch.staged.get(member, []))
+        epoch.reported.clear()
+        epoch.staged.clear()
+        self.completed.set()
+        for connection in epoch.members.values():
+            connection.send(control.COMPLETED)
+
+    def _apply(self, records: list[Any]) -> None:
+        """Sink writes into the driver's stores, in the order the member sent them."""
+        for kind, name, payload in records:
+            if kind == LIST:
+                self._stores.get_list(name).extend(decode_batch(payload))
+            elif kind == MAP:
+                self._stores.get_map(name).update(decode_batch(payload))

@@ -1,0 +1,368 @@
+"""One member of a continuous job: a long-running task of a Spark barrier stage.
+
+The task says who it is to the driver's coordinator (control.py) and learns what to restore;
+the stage's tasks exchange their listening addresses with `allGather` and connect to each other
+(one connection per pair of members, streams.py); then the task builds the member runtime for
+every vertex of the DAG — the runtime LocalEngine and the stage tasks run — and drives it until
+every processor completed, the driver stops it, or a processor fails.
+
+Snapshots (`MemberSnapshots`): the driver asks for snapshot N; once no processor delays
+snapshots (priorities, a restore under way), the member's sources save and emit barrier N, which
+flow through queues and streams like any item; when every processor of the member saved N, the
+member writes its part into the snapshot store and reports it; the driver commits N once every
+member's part is in and says so; only then do the processors learn of the commit
+(`snapshot_committed`), which is when transactional sinks publish (Jet's second phase).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import pickle
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from traceback import format_exception
+from typing import Any
+
+from jetspark.core.errors import JobCancelledError, JobFailedError
+from jetspark.core.runtime.build import build_member
+from jetspark.core.runtime.plan import JobPlan
+from jetspark.core.runtime.restore import RestoredProcessor
+from jetspark.core.runtime.snapshot import SnapshotCoordinator
+from jetspark.core.snapshot_store import DirectorySnapshotStore, held_by
+from jetspark.core.spark.continuous import control
+from jetspark.core.spark.continuous.control import ControlConnection, tag
+from jetspark.core.spark.continuous.streams import StreamExchange
+from jetspark.core.spark.failures import processor_failure_facts, task_failure
+from jetspark.core.spark.stages.task_stores import RESULT_BATCH, TaskStores
+from jetspark.core.spark.task_restore import RestoreSpec
+
+_log = logging.getLogger("jetspark.spark")
+
+CONNECT_SECONDS = 120.0
+"""How long a member waits for the driver and for the other members to connect."""
+METRICS_SECONDS = 0.5
+"""How often a running member sends its metrics to the driver."""
+_HELLO_BYTES = 4 + 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Welcome:
+    """The driver's answer to a member that said who it is."""
+
+    epoch: str
+    """Names this attempt of the run (letters and digits): the member's part files carry it."""
+    restore: RestoreSpec | None
+    first_snapshot_id: int
+    """Snapshots of this attempt have ids from here on."""
+
+
+class ControlState:
+    """What the driver told a member, kept by the control connection's reader thread."""
+
+    def __init__(self, connection: ControlConnection, cancel: threading.Event) -> None:
+        self.connection = connection
+        self.requested_id = 0
+        self.committed_id = 0
+        self.completed = threading.Event()
+        self.stop_reason: str | None = None
+        self._cancel = cancel
+
+    def read(self) -> None:
+        """The reader thread: applies the driver's messages until the connection ends."""
+        while True:
+            message = self.connection.receive()
+            if message is None:
+                self._stop("the driver's coordinator is gone")
+                return
+            kind, payload = message
+            if kind == control.SNAPSHOT:
+                self.requested_id = max(self.requested_id, payload)
+            elif kind == control.COMMITTED:
+                self.committed_id = max(self.committed_id, payload)
+            elif kind == control.COMPLETED:
+                self.completed.set()
+            elif kind == control.STOP:
+                self._stop(payload)
+                return
+
+    def _stop(self, reason: str) -> None:
+        if self.stop_reason is None and not self.completed.is_set():
+            self.stop_reason = reason
+        self._cancel.set()
+        self.completed.set()
+
+
+class _NoIds:
+    """The store a member's coordinator starts from: ids come from the driver."""
+
+    def __init__(self, first_id: int) -> None:
+        self._first = first_id
+
+    def next_id(self) -> int:
+        return self._first
+
+    def latest(self) -> None:
+        return None
+
+
+class MemberSnapshots(SnapshotCoordinator):
+    """The snapshot coordinator of one member: the driver starts and commits (module docstring)."""
+
+    def __init__(
+        self,
+        plan: JobPlan,
+        member: int,
+        welcome: Welcome,
+        store: DirectorySnapshotStore,
+        state: ControlState,
+        before_part: Callable[[], None],
+    ) -> None:
+        super().__init__(plan, _NoIds(welcome.first_snapshot_id))  # type: ignore[arg-type]
+        self._member = member
+        self._store = store
+        self._state = state
+        self._before_part = before_part
+        self._part_name = f"member{member}-{welcome.epoch}"
+        self._awaiting_commit = False
+        vertices = list(plan.vertices)
+        restore = welcome.restore
+        self._routed = restore.route(plan, member, vertices) if restore is not None else None
+
+    def restored(self, vertex: str, index: int) -> RestoredProcessor | None:
+        """What the processor restores (None when the run starts afresh)."""
+        return None if self._routed is None else self._routed[(vertex, index)]
+
+    def tick(self) -> None:
+        """Starts the snapshot the driver asked for, reports the member's part once every
+        processor saved it, and delivers the driver's commit."""
+        if self._in_progress:
+            if self._awaiting_commit:
+                if self._state.committed_id >= self.requested_id:
+                    self._committed()
+                return
+            with self._lock:
+                complete = not self._outstanding
+            if complete:
+                self._report_part()
+            return
+        wanted = self._state.requested_id
+        if wanted <= self.requested_id:
+            return
+        self._gates = [t for t in self._gates if t.delays_snapshots()]
+        if self._gates:
+            return
+        with self._lock:
+            self._outstanding = set(self._tasklets) - set(self._finals)
+            self._in_progress = True
+            self.requested_id = wanted
+
+    def _report_part(self) -> None:
+        with self._lock:
+            states = {**self._states, **self._finals}
+        self._before_part()  # the sinks' writes before this part belong to this snapshot
+        tag_ = self._store.write_part(self.requested_id, self._part_name, states)
+        vertex_bytes: dict[str, int] = {}
+        for (vertex, _), saved in states.items():
+            vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + len(saved.data)
+        self._state.connection.send(
+            control.PART,
+            (self.requested_id, self._part_name, tag_, held_by(states), vertex_bytes),
+        )
+        self._awaiting_commit = True
+
+    def _committed(self) -> None:
+        with self._lock:
+            finals = sorted(self._final_uncommitted)
+            self._final_uncommitted.clear()
+        self.committed_id = self.requested_id
+        self._in_progress = False
+        self._awaiting_commit = False
+        self._tell_finals_committed(finals)
+
+    def job_completed(self) -> None:
+        """Every processor of this member completed: the member goes on taking part in the
+        job's snapshots (with its final states) until the driver says the whole job completed,
+        then tells its processors their final states are committed."""
+        self._before_part()  # the sinks' last writes reach the driver before the news
+        self._state.connection.send(control.FINISHED)
+        while not self._state.completed.wait(0.001):
+            self.tick()
+        if self._state.stop_reason is not None:
+            raise JobCancelledError(self._state.stop_reason)
+        super().job_completed()
+
+
+@dataclasses.dataclass
+class MemberTask:
+    """The barrier stage's task function: partition index = member index."""
+
+    plan: JobPlan
+    driver: tuple[str, int]
+    """The coordinator's address."""
+    token: str
+    """Names the run (a Spark stage attempt of it adds its number)."""
+    key: bytes
+    """The run's secret: authenticates control messages and the members' connections."""
+    store: DirectorySnapshotStore | None
+    shipped: Any = None
+
+    def __call__(self, partition: Iterator[Any]) -> Iterator[Any]:
+        """Runs the member; yields nothing (results go to the driver as they are produced)."""
+        from pyspark import BarrierTaskContext
+
+        for _ in partition:
+            pass
+        context = BarrierTaskContext.get()
+        member = context.partitionId()
+        host = member_host(context, member)
+        listener = socket.create_server((host, 0))
+        listener.settimeout(CONNECT_SECONDS)
+        exchange: StreamExchange | None = None
+        connection: ControlConnection | None = None
+        try:
+            # every task of this stage attempt learns the others' addresses and task ids; the
+            # lowest task id names the attempt (a later attempt's tasks have higher ids)
+            port = listener.getsockname()[1]
+            gathered = [
+                entry.split(" ", 1)
+                for entry in context.allGather(f"{context.taskAttemptId()} {host}:{port}")
+            ]
+            attempt = min(int(task_id) for task_id, _ in gathered)
+            connection = ControlConnection(
+                socket.create_connection(self.driver, timeout=CONNECT_SECONDS), self.key
+            )
+            connection.send(control.HELLO, (self.token, member, attempt))
+            welcome = _welcome(connection)
+            cancel = threading.Event()
+            state = ControlState(connection, cancel)
+            threading.Thread(target=state.read, name="jetspark-control", daemon=True).start()
+            addresses = [address for _, address in gathered]
+            peers = connect_members(listener, addresses, member, self.key, welcome.epoch)
+            exchange = StreamExchange(member, peers)
+            self._run(member, welcome, state, exchange, cancel)
+        finally:
+            listener.close()
+            if exchange is not None:
+                exchange.close()
+            if connection is not None:
+                connection.close()
+        return iter(())
+
+    def _run(
+        self,
+        member: int,
+        welcome: Welcome,
+        state: ControlState,
+        exchange: StreamExchange,
+        cancel: threading.Event,
+    ) -> None:
+        shipped = self.shipped.value if self.shipped is not None else None
+        stores = TaskStores(shipped)
+        plan = dataclasses.replace(self.plan, stores=stores)
+        send = state.connection.send
+
+        def ship_results(at_least: int = 1) -> None:
+            records = [body[1:4] for _, body in stores.result_records(member, 0, at_least=at_least)]
+            if records:
+                send(control.RESULTS, records)
+
+        snapshots = None
+        if self.store is not None:
+            snapshots = MemberSnapshots(plan, member, welcome, self.store, state, ship_results)
+        try:
+            runtime = build_member(
+                plan, [member], exchange=exchange, cancel_event=cancel, snapshots=snapshots
+            )
+            next_metrics = 0.0
+            for _ in runtime.drive():
+                ship_results(RESULT_BATCH)
+                now = time.monotonic()
+                if now >= next_metrics:
+                    next_metrics = now + METRICS_SECONDS
+                    send(control.METRICS, pickle.dumps(runtime.metrics(), protocol=5))
+            ship_results()
+            send(control.METRICS, pickle.dumps(runtime.metrics(), protocol=5))
+            if snapshots is None:
+                send(control.FINISHED)
+                state.completed.wait()
+        except JobFailedError as failure:
+            facts = processor_failure_facts(failure, member)
+            send(control.FAILED, {**facts, "traceback": "".join(format_exception(failure))})
+            raise task_failure(failure, facts) from failure
+        except JobCancelledError:
+            if state.stop_reason is None:
+                raise
+            raise JobCancelledError(f"member {member} stopped: {state.stop_reason}") from None
+
+
+def _welcome(connection: ControlConnection) -> Welcome:
+    message = connection.receive()
+    if message is None:
+        raise ConnectionError("the driver's coordinator closed the connection before the start")
+    kind, payload = message
+    if kind == control.STOP:
+        raise JobCancelledError(f"this task may not run: {payload}")
+    if kind != control.WELCOME:
+        raise ConnectionError(f"expected the driver's welcome, got {kind!r}")
+    return payload
+
+
+def member_host(context: Any, member: int) -> str:
+    """The address this member listens on: SPARK_LOCAL_IP when set, else its executor's host."""
+    configured = os.environ.get("SPARK_LOCAL_IP")
+    if configured:
+        return configured
+    address = context.getTaskInfos()[member].address
+    return address.rsplit(":", 1)[0] if ":" in address else address
+
+
+def connect_members(
+    listener: socket.socket, addresses: list[str], member: int, key: bytes, epoch: str
+) -> dict[int, socket.socket]:
+    """Connects this member to every other member of the stage attempt (`addresses`, by member
+    index): it connects to the members after it and accepts the ones before it on `listener`.
+    Each connection starts with the connecting member's index and an HMAC of it and the epoch
+    under the run's key, so only this attempt's members get in."""
+    connections: dict[int, socket.socket] = {}
+    try:
+        for peer in range(member + 1, len(addresses)):
+            peer_host, port = addresses[peer].rsplit(":", 1)
+            connection = socket.create_connection((peer_host, int(port)), timeout=CONNECT_SECONDS)
+            connection.sendall(_hello(member, key, epoch))
+            connections[peer] = connection
+        for _ in range(member):
+            connection, _address = listener.accept()
+            connection.settimeout(CONNECT_SECONDS)
+            peer = _accepted_member(connection, key, epoch, len(addresses))
+            connections[peer] = connection
+    except BaseException:
+        for connection in connections.values():
+            connection.close()
+        raise
+    for connection in connections.values():
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        connection.setblocking(False)
+    return connections
+
+
+def _hello(member: int, key: bytes, epoch: str) -> bytes:
+    index = member.to_bytes(4, "little")
+    return index + tag(key, index + epoch.encode())
+
+
+def _accepted_member(connection: socket.socket, key: bytes, epoch: str, members: int) -> int:
+    hello = b""
+    while len(hello) < _HELLO_BYTES:
+        chunk = connection.recv(_HELLO_BYTES - len(hello))
+        if not chunk:
+            raise ConnectionError("a member closed its connection before saying who it is")
+        hello += chunk
+    member = int.from_bytes(hello[:4], "little")
+    if hello != _hello(member, key, epoch) or not 0 <= member < members:
+        connection.close()
+        raise ConnectionError("a connection that is not from a member of this run was refused")
+    return member

@@ -1,0 +1,117 @@
+"""The driver's side of a continuous job: launch the barrier stage, restart it after a failure.
+
+The job is one Spark barrier stage of M tasks, one per member, all running at once for the
+whole job (member.py). When the stage fails for a reason other than a processor's exception —
+a lost task, Python worker or executor — the job restarts from its last committed snapshot by
+itself, as Jet's jobs do, at most `JobConfig.max_restarts` times; each restart is logged and
+counted in `job.metrics.restarts`. A processor's exception fails the job with the
+JobFailedError naming vertex, processor and callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
+from jetspark.core.runtime.plan import JobPlan, plan_job
+from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot
+from jetspark.core.spark.continuous.coordinator import ContinuousCoordinator
+from jetspark.core.spark.continuous.member import MemberTask
+from jetspark.core.spark.failures import processor_error
+from jetspark.core.spark.job import EngineFacts, SparkJob
+from jetspark.core.spark.job_group import wait_for_tasks_to_end
+from jetspark.core.spark.shipped_stores import shipped_contents
+from jetspark.core.spark.task_restore import held_in
+
+_log = logging.getLogger("jetspark.spark")
+
+
+def run_continuous_job(
+    engine: EngineFacts,
+    job: SparkJob,
+    dag: DAG,
+    config: JobConfig,
+    restore_from: Snapshot | None,
+) -> None:
+    """Runs `job` as one long-running barrier stage on the job's thread and ends it (never
+    raises)."""
+    context = engine.context
+    error: BaseException | None = None
+    plan: JobPlan | None = None
+    shipped = None
+    coordinator: ContinuousCoordinator | None = None
+    store = job.snapshot_store
+    assert store is None or isinstance(store, DirectorySnapshotStore)
+    try:
+        plan = plan_job(dag, config, engine.members, engine.default_local_parallelism)
+        restore = held_in(store, restore_from) if store is not None else None
+        shipped = context.broadcast(shipped_contents(dag, engine.stores))
+        key = secrets.token_bytes(32)
+        host = context.getConf().get("spark.driver.host", "127.0.0.1")
+        coordinator = ContinuousCoordinator(
+            job.name,
+            plan,
+            config,
+            engine.stores,
+            store,
+            restore,
+            host,
+            key,
+            config.max_restarts,
+        )
+        job.read_metrics_live(coordinator.metrics)
+        name = dag.name or job.name
+        while True:
+            token = secrets.token_hex(8)
+            coordinator.begin_run(token)
+            task = MemberTask(plan, coordinator.address, token, key, store, shipped)
+            context.setJobGroup(
+                job.group,
+                f"jetspark {name}: continuous, {plan.member_count} members",
+                interruptOnCancel=True,
+            )
+            members = context.parallelize(range(plan.member_count), plan.member_count)
+            try:
+                members.barrier().mapPartitions(task).setName(f"{name} (continuous)").collect()
+            except BaseException as failure:
+                if job.cancel_event.is_set():
+                    raise
+                coordinator.settle()
+                if coordinator.processor_failure is not None:
+                    raise processor_error(coordinator.processor_failure) from failure
+                if coordinator.fatal is not None:
+                    raise coordinator.fatal from failure
+                if store is None or not coordinator.count_restart():
+                    raise
+                wait_for_tasks_to_end(context, job.group)
+                last = coordinator.last_committed
+                _log.warning(
+                    "%s: a member was lost (%s); restart %d of at most %d, from snapshot %s",
+                    job.name,
+                    type(failure).__name__,
+                    coordinator.restarts,
+                    config.max_restarts,
+                    last.snapshot_id if last is not None else "none (from the start)",
+                )
+                continue
+            if coordinator.completed.is_set():
+                break
+            if coordinator.fatal is not None:
+                raise coordinator.fatal
+            raise RuntimeError("the members' stage ended before every member finished")
+    except BaseException as failure:
+        error = job.error_of(failure)
+        wait_for_tasks_to_end(context, job.group)
+    if coordinator is not None:
+        coordinator.close()
+        job.publish_metrics(coordinator.metrics())
+    if shipped is not None:
+        shipped.destroy()
+    if plan is not None:
+        try:
+            plan.close(error)
+        except BaseException as failure:
+            error = error or failure
+    job.mark_ended(error)

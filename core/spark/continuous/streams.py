@@ -1,0 +1,347 @@
+"""Distributed edges of a continuous job: streams between the members' Spark tasks (manual §7.6).
+
+Every pair of members shares one TCP connection, full duplex. A link (one upstream processor to
+one downstream processor of an edge) that crosses members is a stream on it with Jet's flow
+control: the sender may be at most `window` entries ahead of what the receiver has moved into the
+downstream processor's queue, and the receiver acknowledges what it moved. A receiver therefore
+always reads its socket to the end (what arrives is bounded by the windows), so a full queue on
+one link never stops another link of the same connection: barrier alignment and edge priorities
+work exactly as between two queues of one member. Memory per link is bounded by its window.
+
+Items are batched for throughput and flushed for latency: what the upstream processors pushed
+during one round of the member's cooperative loop leaves as one frame per link at the end of the
+round, encoded once with `encode_batch` (the serialization of the stage shuffles). Watermarks,
+snapshot barriers and the end of a link travel in-band, in order with the items.
+
+Frame: header `<I B i i i I` (body length, kind, edge id, upstream, downstream, count), then the
+body: `encode_batch` bytes (DATA), a pickled control entry (CONTROL), nothing (ACK, whose count is
+the entries moved since the last ack).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import pickle
+import socket
+import struct
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jetspark.core.runtime.exchange import Link
+from jetspark.core.runtime.queue import DONE_ITEM, Queue
+from jetspark.core.runtime.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, Tasklet
+from jetspark.core.serialization import decode_batch, encode_batch
+
+_HEADER = struct.Struct("<IBiiiI")
+DATA, CONTROL, ACK = 0, 1, 2
+WINDOW_QUEUES = 2
+"""A link's receive window, in queues of its edge: the sender may be this many queue sizes
+ahead of what the receiver moved into the downstream queue."""
+_READ_BYTES = 1 << 18
+_DONE_MARK = b""
+"""The CONTROL body of DONE_ITEM (it does not need pickling)."""
+
+LinkKey = tuple[int, int, int]
+"""(edge id, upstream global index, downstream global index)."""
+
+
+class PeerLostError(ConnectionError):
+    """The stream to another member broke before every link on it ended: that member's task,
+    Python worker or executor was lost. The job restarts from its last snapshot."""
+
+
+def link_key(link: Link) -> LinkKey:
+    """The key that names `link` in frames, the same on both members."""
+    return (link.edge.id, link.upstream, link.downstream)
+
+
+class StreamChannel:
+    """The sending end of one link: a `Channel` whose room is the link's unacknowledged window."""
+
+    __slots__ = ("_buffer", "_key", "_out", "acked", "bytes", "done", "entries", "sent", "window")
+
+    def __init__(self, link: Link, out: bytearray) -> None:
+        self._key = link_key(link)
+        self._out = out
+        self._buffer: list[Any] = []
+        self.window = WINDOW_QUEUES * link.edge.queue_size
+        self.sent = 0
+        """Entries pushed (items and control entries)."""
+        self.acked = 0
+        """Entries the receiver moved into the downstream queue."""
+        self.done = False
+        """True once DONE_ITEM was pushed."""
+        self.entries = 0
+        self.bytes = 0
+
+    def room(self) -> int:
+        """The window less what is in flight."""
+        return self.window - self.sent + self.acked
+
+    def push(self, chunk: list[Any]) -> None:
+        """Buffers `chunk` for the frame this link sends at the end of the round."""
+        self._buffer.extend(chunk)
+        self.sent += len(chunk)
+
+    def push_control(self, entry: Any) -> None:
+        """Frames what is buffered, then the watermark, barrier or end of the link."""
+        self.flush()
+        body = _DONE_MARK if entry is DONE_ITEM else pickle.dumps(entry, protocol=5)
+        self._frame(CONTROL, 1, body)
+        self.sent += 1
+        self.done = entry is DONE_ITEM
+
+    def flush(self) -> None:
+        """Frames the buffered items (one DATA frame)."""
+        if self._buffer:
+            items, self._buffer = self._buffer, []
+            body = encode_batch(items, classes_by_value=True)
+            self._frame(DATA, len(items), body)
+            self.bytes += len(body)
+
+    @property
+    def finished(self) -> bool:
+        """True once the link ended and the receiver took everything."""
+        return self.done and self.acked == self.sent and not self._buffer
+
+    def _frame(self, kind: int, count: int, body: bytes) -> None:
+        edge, upstream, downstream = self._key
+        self._out += _HEADER.pack(len(body), kind, edge, upstream, downstream, count)
+        self._out += body
+        self.entries += count
+
+
+class _Inbound:
+    """The receiving end of one link: entries waiting for room in the downstream queue."""
+
+    __slots__ = ("done", "moved", "pending", "queue")
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+        self.pending: deque[Any] = deque()
+        self.moved = 0
+        """Entries moved into the queue and not acknowledged yet."""
+        self.done = False
+
+
+class PeerStream:
+    """A cooperative tasklet carrying every link between this member and one other member over
+    their connection: frames what the channels buffered, sends, receives, moves entries into
+    queues within their room, and acknowledges what it moved. DONE once every link in both
+    directions ended and was acknowledged."""
+
+    logger = logging.getLogger("jetspark.spark")
+    callback = "streaming to another member"
+
+    def __init__(self, member: int, peer: int, connection: socket.socket) -> None:
+        self.name = f"stream member {member} <-> member {peer}"
+        self.peer = peer
+        self._socket = connection
+        self._out = bytearray()
+        self._in = bytearray()
+        self.channels: list[StreamChannel] = []
+        self.inbound: dict[LinkKey, _Inbound] = {}
+        self._channels_by_key: dict[LinkKey, StreamChannel] = {}
+        self._closed = False
+
+    # ---------------------------------------------------------------- wiring
+
+    def channel(self, link: Link) -> StreamChannel:
+        """The sending end of a link from this member to the peer."""
+        channel = StreamChannel(link, self._out)
+        self.channels.append(channel)
+        self._channels_by_key[link_key(link)] = channel
+        return channel
+
+    def receive_into(self, link: Link, queue: Queue) -> None:
+        """Registers the queue a link from the peer fills."""
+        self.inbound[link_key(link)] = _Inbound(queue)
+
+    # -------------------------------------------------------------- tasklet
+
+    def init(self) -> None:
+        """The connection is set up already."""
+
+    def is_cooperative(self) -> bool:
+        """Non-blocking socket calls only."""
+        return True
+
+    def close(self) -> None:
+        """The connection stays open until the task ends (`close_connection`)."""
+
+    def fileno(self) -> int:
+        """The socket's descriptor, for a member waiting for input (selectors)."""
+        return self._socket.fileno()
+
+    def call(self) -> int:
+        """One round of sending, receiving and delivering; see the class docstring."""
+        progress = NO_PROGRESS
+        for channel in self.channels:
+            channel.flush()
+        if self._receive():
+            progress = MADE_PROGRESS
+        if self._deliver():
+            progress = MADE_PROGRESS
+        if self._out and self._send():
+            progress = MADE_PROGRESS
+        if self._finished():
+            return DONE
+        return progress
+
+    def wants_to_send(self) -> bool:
+        """True while frames wait for room in the socket's send buffer."""
+        return bool(self._out)
+
+    def _finished(self) -> bool:
+        return (
+            not self._out
+            and all(channel.finished for channel in self.channels)
+            and all(inbound.done and not inbound.pending for inbound in self.inbound.values())
+        )
+
+    def _send(self) -> bool:
+        try:
+            sent = self._socket.send(self._out)
+        except BlockingIOError:
+            return False
+        except OSError as error:
+            raise self._lost(error) from error
+        del self._out[:sent]
+        return sent > 0
+
+    def _receive(self) -> bool:
+        received = False
+        while True:
+            try:
+                data = self._socket.recv(_READ_BYTES)
+            except BlockingIOError:
+                break
+            except OSError as error:
+                if error.errno == errno.EINTR:
+                    continue
+                raise self._lost(error) from error
+            if not data:
+                if self._finished():
+                    break
+                raise self._lost(None)
+            self._in += data
+            received = True
+            if len(data) < _READ_BYTES:
+                break
+        if received:
+            self._parse()
+        return received
+
+    def _parse(self) -> None:
+        buffer = self._in
+        view = memoryview(buffer)
+        position = 0
+        header = _HEADER.size
+        try:
+            while len(buffer) - position >= header:
+                length, kind, edge, upstream, downstream, count = _HEADER.unpack_from(
+                    buffer, position
+                )
+                end = position + header + length
+                if end > len(buffer):
+                    break
+                key = (edge, upstream, downstream)
+                if kind == ACK:
+                    self._channels_by_key[key].acked += count
+                else:
+                    body = bytes(view[position + header : end])
+                    self._accept(key, kind, body)
+                position = end
+        finally:
+            view.release()
+        del buffer[:position]
+
+    def _accept(self, key: LinkKey, kind: int, body: bytes) -> None:
+        inbound = self.inbound[key]
+        if kind == DATA:
+            inbound.pending.append(decode_batch(body))
+        elif body == _DONE_MARK:
+            inbound.pending.append(DONE_ITEM)
+        else:
+            inbound.pending.append(pickle.loads(body))
+
+    def _deliver(self) -> bool:
+        moved_any = False
+        for key, inbound in self.inbound.items():
+            pending, queue = inbound.pending, inbound.queue
+            while pending:
+                entry = pending[0]
+                if type(entry) is list:
+                    if queue.room() < len(entry):
+                        break
+                    queue.push(entry)
+                    inbound.moved += len(entry)
+                else:
+                    if queue.room() < 1:
+                        break
+                    queue.push_control(entry)
+                    inbound.moved += 1
+                    inbound.done = entry is DONE_ITEM
+                pending.popleft()
+            if inbound.moved:
+                edge, upstream, downstream = key
+                self._out += _HEADER.pack(0, ACK, edge, upstream, downstream, inbound.moved)
+                inbound.moved = 0
+                moved_any = True
+        return moved_any
+
+    def _lost(self, error: OSError | None) -> PeerLostError:
+        reason = f": {error.strerror or error}" if error is not None else " (connection closed)"
+        return PeerLostError(
+            f"member {self.peer}'s task is gone{reason}; its Spark task, Python worker or "
+            "executor was lost"
+        )
+
+    def close_connection(self) -> None:
+        """Closes the socket (the task is ending)."""
+        if not self._closed:
+            self._closed = True
+            self._socket.close()
+
+    def __repr__(self) -> str:
+        return f"PeerStream({self.name})"
+
+
+class StreamExchange:
+    """The exchange of a member's task in a continuous job: one PeerStream per other member."""
+
+    def __init__(self, member: int, connections: Mapping[int, socket.socket]) -> None:
+        self.member = member
+        self.peers = {
+            peer: PeerStream(member, peer, connection) for peer, connection in connections.items()
+        }
+
+    def sender(self, link: Link, queue: Queue | None) -> StreamChannel:
+        """The sending end of a link whose downstream runs on another member."""
+        return self.peers[link.downstream_member].channel(link)
+
+    def receiver(self, link: Link, queue: Queue) -> None:
+        """Registers the queue of a link whose upstream runs on another member."""
+        self.peers[link.upstream_member].receive_into(link, queue)
+
+    def tasklets(self) -> Sequence[Tasklet]:
+        """The peer streams (a stream without links ends at once)."""
+        return list(self.peers.values())  # type: ignore[arg-type]
+
+    def traffic(self) -> Mapping[int, tuple[int, int]]:
+        """Entries and bytes sent to other members, per edge id."""
+        totals: dict[int, list[int]] = {}
+        for peer in self.peers.values():
+            for channel in peer.channels:
+                edge = channel._key[0]
+                total = totals.setdefault(edge, [0, 0])
+                total[0] += channel.entries
+                total[1] += channel.bytes
+        return {edge: (entries, size) for edge, (entries, size) in totals.items()}
+
+    def close(self) -> None:
+        """Closes every connection."""
+        for peer in self.peers.values():
+            peer.close_connection()
