@@ -30,6 +30,9 @@ WATCHED_JOBS = 20
 """Jobs a view keeps: watching one more forgets the oldest that has ended (never one that
 is still running)."""
 
+SHUTDOWN_POLL_SECONDS = 0.1
+"""How often the server's loop looks whether `close()` was called."""
+
 _Answer = tuple[int, str, bytes]
 """HTTP status, content type, body."""
 
@@ -51,7 +54,10 @@ class JobView:
         self._samplers: dict[int, JobSampler] = {}
         self._pictures: dict[int, str] = {}
         self._thread = threading.Thread(
-            target=server.serve_forever, name="jetspark-job-view", daemon=True
+            target=server.serve_forever,
+            args=(SHUTDOWN_POLL_SECONDS,),
+            name="jetspark-job-view",
+            daemon=True,
         )
         server.view = self
 
