@@ -8,6 +8,7 @@ counts: a job runs until a committed snapshot shows its source read the whole jo
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -22,10 +23,12 @@ from jetspark.core import (
     JobConfig,
     JobFailedError,
     ProcessingGuarantee,
+    ProcessorSnapshot,
     Snapshot,
     SnapshotError,
 )
 from jetspark.core.job import Job
+from jetspark.core.serialization import encode_batch
 from jetspark.core.snapshot_keys import BroadcastKey
 from jetspark.edges import between, from_
 from jetspark.processors import aggregate_by_key_p, map_p, stream_journal_p
@@ -218,3 +221,30 @@ def test_a_new_vertex_starts_empty_on_spark_micro_batches(spark_engine: Any, tmp
 def test_the_flag_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match="ignore_state_of_removed_vertices must be a bool"):
         JobConfig(ignore_state_of_removed_vertices="yes")  # type: ignore[arg-type]
+
+
+def test_state_whose_class_is_gone_fails_naming_the_vertex_and_processor(tmp_path: Any) -> None:
+    (tmp_path / "old_state.py").write_text(
+        "class Tally:\n    def __init__(self, n):\n        self.n = n\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import old_state  # type: ignore[import-not-found]
+
+        data = encode_batch([("w1", old_state.Tally(3))])
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("old_state", None)
+    processors = {
+        ("count", 0): ProcessorSnapshot(data),
+        ("source", 0): ProcessorSnapshot(encode_batch([])),
+    }
+    snapshot = Snapshot(5, 1, {"source": 1, "count": 1}, processors)
+    dag = upgraded_dag("count")
+    dag.get_vertex("source").local_parallelism(1)
+    job = jobs.engine(1).new_job(dag, guaranteed(), restore_from=snapshot)
+    with pytest.raises(
+        SnapshotError, match="vertex 'count' processor #0 cannot be read"
+    ) as failure:
+        job.join(30)
+    assert "ModuleNotFoundError: No module named 'old_state'" in str(failure.value)
