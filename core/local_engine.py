@@ -20,6 +20,7 @@ from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.runtime.snapshot import Clock, SnapshotCoordinator
 from jetspark.core.snapshot_store import InMemorySnapshotStore, Snapshot, SnapshotStore
+from jetspark.core.store_lease import StoreLease, acquire_store
 from jetspark.core.stores import Stores
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ class LocalEngine:
         been taken with another member count or parallelism, or of an earlier version of the DAG
         (SnapshotError when it holds state of a vertex the DAG no longer has, unless
         `config.ignore_state_of_removed_vertices`). `job.restart()` does both for you.
+        The job holds the store from here until it ends: another job given the same store
+        meanwhile is refused with a SnapshotError naming this one (`store_lease.py`).
         """
         dag, config = checked_submission(dag, config)
         warn_at_submission(dag, config)
@@ -114,12 +117,18 @@ class LocalEngine:
             return self.new_job(dag, config, snapshot_store=store, restore_from=latest)
 
         job = Job(next(_job_ids), config.name, snapshot_store=store, restart=restart)
-        run = _LocalRun(self, job, dag, config, restore_from)
-        job.on_cancel(run.on_cancel)
-        if self.job_view is not None:
-            self.job_view.watch(job, dag)
-        thread = threading.Thread(target=run.execute, name=f"jetspark-{job.name}", daemon=True)
-        thread.start()
+        lease = acquire_store(store, job.name) if store is not None else None
+        try:
+            run = _LocalRun(self, job, dag, config, restore_from, lease)
+            job.on_cancel(run.on_cancel)
+            if self.job_view is not None:
+                self.job_view.watch(job, dag)
+            thread = threading.Thread(target=run.execute, name=f"jetspark-{job.name}", daemon=True)
+            thread.start()
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
         return job
 
     def get_list(self, name: str) -> list[Any]:
@@ -144,12 +153,15 @@ class _LocalRun:
         dag: DAG,
         config: JobConfig,
         restore_from: Snapshot | None,
+        lease: StoreLease | None = None,
     ) -> None:
         self.engine = engine
         self.job = job
         self.dag = dag
         self.config = config
         self.restore_from = restore_from
+        self.lease = lease
+        """The job's hold on its snapshot store, released when the job ends."""
         self.plan: JobPlan | None = None
         self.runtime: MemberRuntime | None = None
         self.snapshots: SnapshotCoordinator | None = None
@@ -246,4 +258,8 @@ class _LocalRun:
             _log.info("%s completed", self.job.name)
         else:
             _log.info("%s ended: %s", self.job.name, error)
-        self.job.mark_ended(error)
+        try:
+            if self.lease is not None:
+                self.lease.release()  # before join() returns: a restart takes the store next
+        finally:
+            self.job.mark_ended(error)

@@ -4,7 +4,8 @@ A `Snapshot` is plain data: the snapshot id, the layout of the job when it was t
 count, local parallelism per vertex) and, per processor, the `(key, value)` entries it saved,
 serialized with `encode_batch`, and whether it had already completed. Only complete snapshots
 ever reach a store: every processor saved its share before `save()` is called, and a store
-makes the new snapshot visible atomically, keeping the previous one until then.
+makes the new snapshot visible atomically, keeping the previous one until then. A store takes
+the snapshots of one job at a time: engines lease it for a job (`store_lease.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,6 +30,12 @@ import msgpack
 from jetspark.core.errors import SnapshotError
 from jetspark.core.files import create_exclusive, fsync_directory, write_atomically
 from jetspark.core.serialization import decode_batch
+from jetspark.core.store_lease import (
+    StoreHolder,
+    StoreLease,
+    in_use_error,
+    lock_directory,
+)
 
 _log = logging.getLogger("jetspark.snapshots")
 
@@ -95,7 +103,11 @@ class Snapshot:
 
 
 class SnapshotStore(Protocol):
-    """Keeps the complete snapshots of a job (and of the jobs restarted from them)."""
+    """Keeps the complete snapshots of a job (and of the jobs restarted from them).
+
+    A store may also offer `acquire(job_name) -> StoreLease`, as both stores here do: engines
+    take it through `store_lease.acquire_store` for each job they run on it.
+    """
 
     def latest(self) -> Snapshot | None:
         """The last complete snapshot, or None when there is none."""
@@ -111,16 +123,37 @@ class SnapshotStore(Protocol):
 
 
 class InMemorySnapshotStore:
-    """LocalEngine's default store: the last complete snapshot, held in this process."""
+    """LocalEngine's default store: the last complete snapshot, held in this process.
+
+    `acquire(job_name)` leases it to one job (StoreLease; SnapshotError naming the job that
+    holds it when another does), until the lease's `release()`.
+    """
 
     def __init__(self) -> None:
         self._latest: Snapshot | None = None
         self._lock = threading.Lock()
+        self._holder: StoreHolder | None = None
 
-    def latest(self) -> Snapshot | None:
-        """The last complete snapshot, or None."""
+    def latest(self, *, skip_damaged: bool = False) -> Snapshot | None:
+        """The last complete snapshot, or None (a snapshot in memory is never damaged, so
+        `skip_damaged` changes nothing)."""
         with self._lock:
             return self._latest
+
+    def acquire(self, job_name: str) -> StoreLease:
+        """Takes the store for the job `job_name` until the lease is released; SnapshotError
+        naming the holder when another job has it."""
+        holder = StoreHolder.here(job_name)
+        with self._lock:
+            if self._holder is not None:
+                raise in_use_error(self, self._holder)
+            self._holder = holder
+
+        def release() -> None:
+            with self._lock:
+                self._holder = None
+
+        return StoreLease(holder, release)
 
     def next_id(self) -> int:
         """One more than the last snapshot's id (1 for an empty store)."""
@@ -152,6 +185,8 @@ _SNAPSHOT_DIR = re.compile(r"snapshot-(\d{10,})")
 _PART_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _PRIVATE_FILE = 0o600
 _PRIVATE_DIRECTORY = 0o700
+_uncommitted_noted: set[str] = set()
+"""Snapshot directories already noted as never committed."""
 
 
 class DirectorySnapshotStore:
@@ -169,6 +204,12 @@ class DirectorySnapshotStore:
     one a process died writing and is never used. Older snapshot directories are removed only
     after the new manifest is in place, so the last complete snapshot survives until the next
     one is complete.
+
+    `acquire(job_name)` leases the store to one job (StoreLease), across processes: the file
+    `LOCK`, locked with `flock` and naming the job, its process id and host; SnapshotError
+    naming them when another job holds it; a lock left by a process that is gone is taken over
+    (logged). Every process that writes the store runs as its owner: a copy unpickled in
+    another process (a Spark executor) checks the directory again, as the constructor does.
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
@@ -201,23 +242,71 @@ class DirectorySnapshotStore:
         """The directory holding the files of snapshot `snapshot_id`."""
         return self._path(snapshot_id)
 
-    def latest(self) -> Snapshot | None:
-        """The newest snapshot whose manifest and parts are intact and authentic, or None.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"directory": self.directory, "key": self._key}
 
-        A save running meanwhile may complete a newer snapshot and delete the older ones while
-        this reads them; the directory is then listed again, so a complete snapshot is found.
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """The copy another process (a Spark executor) unpickles: the directory must be there,
+        and be as the constructor requires, before anything is written into it."""
+        self.directory = state["directory"]
+        self._key = state["key"]
+        if not os.path.isdir(self.directory):
+            raise SnapshotError(
+                f"snapshot store {self.directory!r} does not exist on {socket.gethostname()}: "
+                "the driver and every executor must reach it at the same path (shared storage)"
+            )
+        _refuse_if_others_can_write(self.directory)
+
+    def acquire(self, job_name: str) -> StoreLease:
+        """Takes the store for the job `job_name` until the lease is released (class
+        docstring); SnapshotError naming the job, process and host that hold it otherwise."""
+        return lock_directory(self, self.directory, job_name)
+
+    def latest(self, *, skip_damaged: bool = False) -> Snapshot | None:
+        """The newest committed snapshot (one with a manifest), once its manifest and parts
+        are found intact and authentic; None when there is none.
+
+        SnapshotError, saying which snapshot and why, when that snapshot is damaged: restoring
+        an older one instead would redo or lose what the newest recorded. With `skip_damaged`
+        the newest intact snapshot is returned, and every damaged one skipped is logged as an
+        error. A directory without a manifest is a snapshot never committed (its writer stopped
+        first): it is skipped, noted once in the debug log. A save running meanwhile may commit
+        a newer snapshot and delete the one being read; the directory is then listed again.
         """
         tried: set[int] = set()
         while candidates := sorted(set(self._ids()) - tried, reverse=True):
-            for snapshot_id in candidates:
-                tried.add(snapshot_id)
-                try:
-                    return self._load(snapshot_id, check_parts=True)
-                except (OSError, ValueError, SnapshotError) as problem:
-                    _log.warning(
-                        "skipping incomplete snapshot %d in %s: %s", snapshot_id, self, problem
-                    )
+            snapshot_id = candidates[0]
+            tried.add(snapshot_id)
+            if not os.path.exists(os.path.join(self._path(snapshot_id), _MANIFEST)):
+                self._note_uncommitted(snapshot_id)
+                continue
+            try:
+                return self._load(snapshot_id, check_parts=True)
+            except (OSError, ValueError, SnapshotError) as problem:
+                superseded = not os.path.isdir(self._path(snapshot_id)) or any(
+                    other > snapshot_id for other in set(self._ids()) - tried
+                )
+                if superseded:
+                    continue  # a newer snapshot was committed meanwhile: look at it
+                if not skip_damaged:
+                    raise SnapshotError(
+                        f"{self}: snapshot {snapshot_id}, the newest, is damaged ({problem}); "
+                        "restoring an older one would redo or lose what it recorded: call "
+                        "latest(skip_damaged=True) to take the newest intact snapshot instead"
+                    ) from problem
+                _log.error(
+                    "%s: snapshot %d is damaged (%s): skipped for an older one",
+                    self,
+                    snapshot_id,
+                    problem,
+                )
         return None
+
+    def _note_uncommitted(self, snapshot_id: int) -> None:
+        path = self._path(snapshot_id)
+        if path not in _uncommitted_noted:  # once per directory, whichever store object reads
+            _uncommitted_noted.add(path)
+            _log.debug("%s: snapshot %d was never committed (no manifest)", self, snapshot_id)
 
     def next_id(self) -> int:
         """One more than the highest snapshot directory present, complete or not."""
@@ -492,8 +581,11 @@ def _refuse_if_others_can_write(directory: str) -> None:
         raise SnapshotError(f"snapshot store {directory!r} is not a directory")
     if info.st_uid != os.getuid():
         raise SnapshotError(
-            f"snapshot store {directory!r} belongs to another user (uid {info.st_uid}); use a "
-            "directory of your own"
+            f"snapshot store {directory!r} belongs to uid {info.st_uid}, but this process runs "
+            f"as uid {os.getuid()}: only the store's owner may write it, since others could "
+            "plant state there. Run the driver and every executor as one user (Spark on "
+            "Kubernetes or YARN often runs executors as another one, such as uid 185: see "
+            "'Executors running as another user' in docs/fault_tolerance.md)"
         )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise SnapshotError(
