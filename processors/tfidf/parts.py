@@ -5,11 +5,16 @@ never does. The TF-IDF job's sink writes, in each task, one part file per word p
 owns (`partition_id(word, P)` with the job's partition count P: the same function that routes
 words to tf-idf, so each part has exactly one writer). The driver then writes the manifest:
 
-    DIR/MANIFEST.msgpack  {"format": "jetspark-tfidf-index", "version": 2, "root", "tokenizer",
+    DIR/MANIFEST.msgpack  {"format": "jetspark-tfidf-index", "version": 3, "root", "tokenizer",
                            "stopwords", "documents", "partitions": P,
-                           "words": count, "postings": count}
+                           "words": count, "postings": count,
+                           "parts": [[partition, bytes, CRC-32], ...]}
     DIR/part-00042.msgpack  a stream of msgpack arrays [word, [[doc id, score], ...]], sorted
                            by word, postings sorted by doc id
+
+The manifest lists every part written (a partition no word falls into has none), with its size
+and CRC-32, so a part that is missing or damaged is an error naming it, never a word that
+seems absent.
 
 A part is written to a hidden temporary file (opened exclusively, never through a symlink) and
 renamed when its task completes, so a retried task replaces it whole. The job writes into a
@@ -25,6 +30,7 @@ import heapq
 import os
 import shutil
 import uuid
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -44,9 +50,10 @@ from jetspark.processors.tfidf.index import (
 )
 from jetspark.processors.tfidf.tokenize import ASCII, TOKENIZERS
 
-VERSION = 2
+VERSION = 3
 PART_STATS = "tfidf-index-parts"
-"""The engine map the sink fills: partition -> (words, postings) of the part it wrote."""
+"""The engine map the sink fills: partition -> (words, postings, bytes, CRC-32) of the part
+it wrote."""
 
 Postings = Sequence[tuple[int, float]]
 
@@ -68,6 +75,8 @@ class _Part:
     temp_path: str
     words: int = 0
     postings: int = 0
+    size: int = 0
+    crc: int = 0
 
 
 class WriteIndexPartsP(AbstractProcessor):
@@ -88,7 +97,10 @@ class WriteIndexPartsP(AbstractProcessor):
         part = self._parts.get(partition)
         if part is None:
             part = self._parts[partition] = self._open(partition)
-        part.file.write(self._packer.pack((word, sorted(postings))))
+        data = self._packer.pack((word, sorted(postings)))
+        part.file.write(data)
+        part.size += len(data)
+        part.crc = zlib.crc32(data, part.crc)
         part.words += 1
         part.postings += len(postings)
         return True
@@ -102,7 +114,7 @@ class WriteIndexPartsP(AbstractProcessor):
         for partition, part in sorted(self._parts.items()):
             part.file.close()
             os.replace(part.temp_path, os.path.join(self._directory, part_name(partition)))
-            stats[partition] = (part.words, part.postings)
+            stats[partition] = (part.words, part.postings, part.size, part.crc)
         self._parts.clear()
         return True
 
@@ -170,6 +182,8 @@ class PartitionedIndex:
     partitions: int = 271
     word_count: int = 0
     posting_count: int = 0
+    parts: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Partition -> (bytes, CRC-32) of its part, for every part the job wrote."""
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PartitionedIndex:
@@ -199,6 +213,7 @@ class PartitionedIndex:
             manifest["partitions"],
             manifest["words"],
             manifest["postings"],
+            {partition: (size, crc) for partition, size, crc in manifest["parts"]},
         )
 
     def postings(self, word: str) -> Postings:
@@ -221,11 +236,37 @@ class PartitionedIndex:
         write_tsv(path, self.documents, self.entries())
 
     def _part_entries(self, partition: int) -> Iterator[tuple[str, Postings]]:
-        path = os.path.join(self.path, part_name(partition))
-        if not os.path.exists(path):  # no word of the corpus falls into this partition
+        """The entries of a partition's part, once its size and CRC-32 are found to match the
+        manifest (the file is read twice, a block at a time: never held whole)."""
+        if partition not in self.parts:  # no word of the corpus falls into this partition
             return
-        with open(path, "rb") as file:
-            yield from msgpack.Unpacker(file, use_list=False, strict_map_key=False)
+        name = part_name(partition)
+        path = os.path.join(self.path, name)
+        size, crc = self.parts[partition]
+        try:
+            with open(path, "rb") as file:
+                found_size, found_crc = 0, 0
+                while block := file.read(1 << 20):
+                    found_size += len(block)
+                    found_crc = zlib.crc32(block, found_crc)
+                if (found_size, found_crc) != (size, crc):
+                    raise self._damaged(
+                        name,
+                        f"holds {found_size} bytes of CRC-32 {found_crc:08x}, where the manifest "
+                        f"lists {size} bytes of CRC-32 {crc:08x}",
+                    )
+                file.seek(0)
+                yield from msgpack.Unpacker(file, use_list=False, strict_map_key=False)
+        except OSError as error:
+            raise self._damaged(name, f"cannot be read ({error.strerror or error})") from error
+        except (ValueError, msgpack.UnpackException) as error:
+            raise self._damaged(name, f"is not msgpack ({error})") from error
+
+    def _damaged(self, name: str, problem: str) -> InputError:
+        return InputError(
+            f"the index {self.path!r} is damaged: its part {name} {problem}; rebuild the index "
+            "with `jetspark tfidf`"
+        )
 
 
 def manifest_of(
@@ -234,15 +275,17 @@ def manifest_of(
     tokenizer: str,
     root: str,
     partitions: int,
-    stats: dict[int, tuple[int, int]],
+    stats: dict[int, tuple[int, int, int, int]],
 ) -> dict[str, Any]:
-    """The manifest's content for a job's parts (`stats`: partition -> (words, postings))."""
+    """The manifest's content for a job's parts (`stats`: partition -> (words, postings, bytes,
+    CRC-32))."""
     return {
         "root": root,
         "tokenizer": tokenizer,
         "stopwords": sorted(stopwords),
         "documents": list(documents),
         "partitions": partitions,
-        "words": sum(words for words, _ in stats.values()),
-        "postings": sum(postings for _, postings in stats.values()),
+        "words": sum(words for words, _, _, _ in stats.values()),
+        "postings": sum(postings for _, postings, _, _ in stats.values()),
+        "parts": [[partition, size, crc] for partition, (_, _, size, crc) in sorted(stats.items())],
     }
