@@ -33,6 +33,7 @@ so OUTPUT_DIR holds whole windows only, each once. It prints a progress line a s
 clock), then a summary, and checks the windows committed against a plain
 Python count. With `--snapshots DIR` the snapshots go to a DirectorySnapshotStore: the same
 command again (same OUTPUT_DIR and DIR, any --members) continues from the last snapshot.
+`--view [PORT]` (either run) serves the live job view of docs/view.md and prints its address.
 `--source files DIR` reads the trades from a real stream instead of the journal: a generator
 thread appends them as lines (`trade(n)` for n = 0, 1, ...) to DIR/trades.log, TRADES_PER_SECOND
 of them a second, and `stream_files_p` reads what is appended (one file keeps the stream in
@@ -51,7 +52,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -69,6 +70,7 @@ from jetspark.core import (
 )
 from jetspark.core.cli import EngineSession, add_engine_arguments
 from jetspark.core.suppliers import ProcessorFn
+from jetspark.core.view import JobView
 from jetspark.edges import between
 from jetspark.partitioning import HASH_CODE
 from jetspark.processors import (
@@ -565,6 +567,15 @@ def _parser() -> argparse.ArgumentParser:
         help="with --duration: read the trades from the endless journal (the default), or "
         f"from DIR/{TRADES_FILE}, to which a generator appends {TRADES_PER_SECOND:,} a second",
     )
+    parser.add_argument(
+        "--view",
+        nargs="?",
+        const=0,
+        type=int,
+        metavar="PORT",
+        help="serve the live job view (docs/view.md) on PORT (default: any free port) and print "
+        "its address",
+    )
     parser.set_defaults(members=2, engine=None)
     return parser
 
@@ -606,7 +617,8 @@ def run_bounded(args: argparse.Namespace, spark: Any) -> None:
     """Runs the job on 6,000 generated trades (30 s of trading) and checks its output."""
     args.engine = args.engine or "spark"
     output_dir = args.output_dir or tempfile.mkdtemp(prefix="stock-exchange-")
-    with EngineSession.of(args, spark) as session:
+    with EngineSession.of(args, spark) as session, job_view(args.view) as view:
+        session.engine.job_view = view
         dag = build_dag(BOUNDED_TRADES, output_dir)
         session.wait(session.engine.new_job(dag, JobConfig(name="stock-exchange")))
     lines = sorted(
@@ -652,7 +664,8 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             return _trades_read(jobs[0]) * TRADE_SPACING_MILLIS / 1000 if jobs else 0.0
 
     writer = TradeFileWriter(args.trades_dir) if files else contextlib.nullcontext()
-    with EngineSession.of(args) as session, writer:
+    with EngineSession.of(args) as session, writer, job_view(args.view) as view:
+        session.engine.job_view = view
         if not on_spark:
             session.engine.snapshot_clock = clock
         print(
@@ -703,6 +716,17 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     complete = output.complete_until(sink_count)
     upto = "" if complete is None else f" up to {time_formatter(None)(complete)}"
     print(f"  the windows match a plain Python count: none twice, none missing{upto}")
+
+
+@contextlib.contextmanager
+def job_view(port: int | None) -> Iterator[JobView | None]:
+    """The live job view on `port` (0: any free one), its address printed; None: no view."""
+    if port is None:
+        yield None
+        return
+    with JobView.serve(port=port) as view:
+        print(f"live job view: {view.url} (Prometheus: {view.url}metrics)", flush=True)
+        yield view
 
 
 def run_for(

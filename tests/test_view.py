@@ -472,3 +472,27 @@ def test_a_spark_engine_given_a_view_shows_its_jobs(spark_engine, view):
         (100, 0),
     ]
     assert sorted(engine.get_list("doubled")) == [2 * n for n in range(100)]
+
+
+# ------------------------------------------------------------------------ examples
+
+
+def test_the_stock_exchange_example_serves_a_view_of_its_job_when_asked(
+    tmp_path, capsys, monkeypatch
+):
+    from test_processors_examples import load
+
+    stock = load("stock_exchange")
+    watched: list[str] = []
+
+    class RecordingView(JobView):
+        def watch(self, job: Job, dag: DAG) -> None:
+            watched.append(job.name)
+            super().watch(job, dag)
+
+    monkeypatch.setattr(stock, "JobView", RecordingView)
+    stock.main([str(tmp_path / "out"), "--engine", "local", "--view"])
+    out = capsys.readouterr().out
+    assert re.search(r"^live job view: http://127\.0\.0\.1:\d+/ \(Prometheus: ", out, re.M)
+    assert "match a plain Python count" in out
+    assert watched == ["stock-exchange"]

@@ -22,9 +22,9 @@ RATE_SECONDS = 0.5
 """A rate compares a sample with the newest earlier one at least this many seconds older."""
 RATE_SAMPLES = 64
 """Samples kept for rates; a view polled faster than that loses its rates, not its memory."""
-SHOWN_SNAPSHOTS = 20
+SHOWN_SNAPSHOTS = 10
 """The newest snapshots the model lists."""
-SHOWN_BATCHES = 20
+SHOWN_BATCHES = 10
 """The newest micro-batches the model lists."""
 
 
