@@ -1,13 +1,15 @@
 """jetspark's own picture of a DAG, for machines without Graphviz: vertices in layers from the
 top by their longest path from a source, each layer ordered by where its upstream vertices
-stand, edges as arrows labelled with their routing. SVG, with the structure of Graphviz's:
-a `g.node` per vertex and a `g.edge` per edge, each titled by what it pictures."""
+stand, edges as arrows (bold: distributed) whose routing shows on hovering. SVG, with the
+structure of Graphviz's: a `g.node` per vertex and a `g.edge` per edge, titled by what they
+picture."""
 
 from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
 from jetspark.core.dag import DAG
+from jetspark.edges.edge import Edge
 
 CHAR_WIDTH = 7.5
 """Pixels per character of a 12 px sans-serif label (an estimate: no font is measured)."""
@@ -52,28 +54,29 @@ def layered_svg(dag: DAG) -> str:
         for name, width in zip(layer, layer_widths, strict=True):
             boxes[name] = (x, y, width)
             x += width + NODE_GAP
+    edges = []
+    for edge in dag.edges():
+        source, dest = edge.source_name, edge.dest_name or ""
+        x1 = _spread(boxes[source], edge, dag.outbound_edges(source))
+        x2 = _spread(boxes[dest], edge, dag.inbound_edges(dest))
+        y1, y2 = boxes[source][1] + NODE_HEIGHT, boxes[dest][1]
+        title = f"{source} -> {dest}: {edge.describe()}"
+        edges.append(
+            f'<g class="edge"><title>{escape(title)}</title>'
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="black" '
+            f'stroke-width="{2 if edge.is_distributed else 1}" marker-end="url(#arrow)"/></g>'
+        )
     width = total + 2 * MARGIN
     height = len(rows) * (NODE_HEIGHT + LAYER_GAP) - LAYER_GAP + 2 * MARGIN
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}pt" '
         f'height="{height:.0f}pt" viewBox="0 0 {width:.0f} {height:.0f}" '
         'font-family="sans-serif" font-size="12">',
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
-        'markerHeight="8" orient="auto"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="9" '
+        'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto">'
+        '<path d="M0,0 L10,5 L0,10 z"/></marker></defs>',
+        *edges,
     ]
-    for edge in dag.edges():
-        sx, sy, sw = boxes[edge.source_name]
-        dx, dy, dw = boxes[edge.dest_name or ""]
-        x1, y1, x2, y2 = sx + sw / 2, sy + NODE_HEIGHT, dx + dw / 2, dy
-        stroke = 2 if edge.is_distributed else 1
-        title = f"{edge.source_name}->{edge.dest_name}"
-        parts.append(
-            f'<g class="edge"><title>{escape(title)}</title>'
-            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="black" '
-            f'stroke-width="{stroke}" marker-end="url(#arrow)"/>'
-            f'<text x="{(x1 + x2) / 2 + 6:.1f}" y="{(y1 + y2) / 2 + 4:.1f}" '
-            f'font-size="10">{escape(edge.describe())}</text></g>'
-        )
     for name, (x, y, w) in boxes.items():
         parts.append(
             f'<g class="node"><title>{escape(name)}</title>'
@@ -84,6 +87,12 @@ def layered_svg(dag: DAG) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _spread(box: tuple[float, float, float], edge: Edge, edges: list[Edge]) -> float:
+    """Where on `box`'s bottom or top `edge`, one of `edges`, meets it: spread evenly."""
+    left, _, width = box
+    return left + width * (edges.index(edge) + 1) / (len(edges) + 1)
 
 
 def _node_width(name: str) -> float:
