@@ -331,6 +331,7 @@ def test_restoring_a_snapshot_of_another_dag_is_refused(spark_engine: Any, tmp_p
     local.get_list("words").extend(jobs.words(200))
     store = DirectorySnapshotStore(tmp_path / "snapshots")
     local.new_job(jobs.counting_dag(_identity), guaranteed(), snapshot_store=store).join(60)
-    other = jobs.file_dag(_identity, str(tmp_path / "out"))
+    other = DAG()
+    other.new_vertex("unrelated", read_journal_p("words"))
     with pytest.raises(SnapshotError, match="another DAG"):
         spark_engine.new_job(other, guaranteed(), restore_from=store.latest())
