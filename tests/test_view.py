@@ -325,6 +325,20 @@ def test_metrics_leave_out_a_job_whose_metrics_cannot_be_read_and_the_page_names
 # ---------------------------------------------------------------------- the server
 
 
+def test_the_view_imports_without_pyspark():
+    from test_imports import run_python
+
+    result = run_python(
+        """
+        import sys
+        from jetspark.core.view import JobView
+        JobView.serve().close()
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j")))
+        """
+    )
+    assert result.stdout.strip() == "[]"
+
+
 def test_the_page_is_served_whole_with_no_outside_asset(view):
     status, page = get(view, "/")
     assert status == 200
