@@ -80,7 +80,8 @@ def show_snapshot(directory: str | os.PathLike[str], snapshot_id: int) -> str:
     )
     title = (
         f"snapshot {summary.snapshot_id}: committed {_utc(summary.time)}, "
-        f"{summary.member_count} members, {_bytes(summary.size_bytes)} on disk"
+        f"{summary.member_count} member{'s' * (summary.member_count != 1)}, "
+        f"{_bytes(summary.size_bytes)} on disk"
     )
     rows = [
         [

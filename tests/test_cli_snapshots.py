@@ -148,6 +148,7 @@ def test_show_counts_entries_of_classes_the_command_cannot_import(tmp_path: Path
     store.save(Snapshot(4, 1, {"positions": 1}, {("positions", 0): state}))
     result = command_in_child(tmp_path / "store", "4")
     assert result.returncode == 0, result.stderr
+    assert ", 1 member, " in result.stdout.splitlines()[0]
     row = result.stdout.splitlines()[2].split()
     assert row[:5] == ["positions", "1", "1", "0", "1,500"]
     assert row[5] == f"{len(state.data):,}"
