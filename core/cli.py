@@ -13,10 +13,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import platform
+import re
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jetspark.core.errors import JobFailedError
@@ -59,19 +63,46 @@ def _master_url(text: str) -> str:
     return text
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser, *, choose_engine: bool = True) -> None:
-    """Adds `--engine spark|local` (unless not `choose_engine`), `--master URL`, `--members N`."""
+def add_engine_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    choose_engine: bool = True,
+    engine_default: str = "spark",
+    members: int | None = None,
+    ui_default: str | None = None,
+) -> None:
+    """Adds `--engine spark|local` (unless not `choose_engine`; `engine_default` describes its
+    default), `--master URL`, `--members N` (default `members`, else Spark's default
+    parallelism and 1 on the local engine) and, when `ui_default` describes when the Spark UI is
+    on by default, `--spark-ui`/`--no-spark-ui` (None when not given: see `EngineSession.of`)."""
     if choose_engine:
-        parser.add_argument("--engine", choices=("spark", "local"), default="spark")
+        parser.add_argument(
+            "--engine",
+            choices=("spark", "local"),
+            default="spark",
+            help=f"default {engine_default}",
+        )
     parser.add_argument(
-        "--master", type=_master_url, metavar="URL", help="Spark master (default local[*])"
+        "--master",
+        type=_master_url,
+        metavar="URL",
+        help="Spark master (default: spark-submit's --master under spark-submit, else local[*])",
     )
     parser.add_argument(
         "--members",
         type=_positive_int,
+        default=members,
         metavar="N",
-        help="cluster members (default: Spark's default parallelism; 1 on the local engine)",
+        help=f"cluster members (default {members})"
+        if members
+        else "cluster members (default: Spark's default parallelism; 1 on the local engine)",
     )
+    if ui_default is not None:
+        parser.add_argument(
+            "--spark-ui",
+            action=argparse.BooleanOptionalAction,
+            help=f"serve Spark's web UI on 127.0.0.1 while the job runs (default: {ui_default})",
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,11 +123,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show Spark's own log (JVM warnings, task failures) on stderr",
     )
+    parser.add_argument("--version", action="version", version=version_line())
+    parser.add_argument(
+        "--submit-script",
+        action=_PrintSubmitScript,
+        help="print the path of the script spark-submit runs for these commands "
+        '(spark-submit [options] "$(jetspark --submit-script)" COMMAND ...) and exit',
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     spark = argparse.ArgumentParser(add_help=False)
     add_engine_arguments(spark, choose_engine=False)
     engine = argparse.ArgumentParser(add_help=False)
-    add_engine_arguments(engine)
+    add_engine_arguments(engine, ui_default=f"on for a corpus of {LONG_CORPUS_MB} MB or more")
     engine.add_argument("--tokenizer", choices=TOKENIZERS, default=ASCII)
     corpus = argparse.ArgumentParser(add_help=False)
     corpus.add_argument(
@@ -139,6 +177,7 @@ def _parser() -> argparse.ArgumentParser:
         parents=[spark],
         help="start Spark once and save the driver JVM's class archive (later starts are faster)",
     )
+    _add_cluster_command(commands)
     snapshots = commands.add_parser(
         "snapshots",
         help="list the snapshots of a DirectorySnapshotStore, or show one snapshot's vertices",
@@ -148,6 +187,89 @@ def _parser() -> argparse.ArgumentParser:
         "snapshot_id", nargs="?", type=int, metavar="ID", help="show this snapshot's vertices"
     )
     return parser
+
+
+def version_line() -> str:
+    """`jetspark --version`: jetspark's version, with pyspark's and Python's."""
+    from importlib.metadata import version
+
+    return (
+        f"jetspark {version('jetspark')} (pyspark {version('pyspark')}, "
+        f"Python {platform.python_version()})"
+    )
+
+
+SUBMIT_SCRIPT = Path(__file__).resolve().parent / "submit" / "jetspark_commands.py"
+"""The script spark-submit runs for the `jetspark` commands (spark-submit needs a .py file)."""
+
+
+class _PrintSubmitScript(argparse.Action):
+    """`--submit-script`: prints SUBMIT_SCRIPT and exits, as `--version` prints the version."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(SUBMIT_SCRIPT)
+        parser.exit()
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port number, 0 for any free one."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
+def _memory_size(text: str) -> str:
+    """An argparse type: a memory size as Spark writes one (512m, 1g)."""
+    if not re.fullmatch(r"[1-9]\d*[kmgtKMGT]", text):
+        raise argparse.ArgumentTypeError(f"expected a size such as 512m or 2g, got {text!r}")
+    return text
+
+
+def _add_cluster_command(commands: Any) -> None:
+    """`jetspark cluster [--workers N] [--cores N] [--memory SIZE] [--port P] [--webui-port P]
+    [--work-dir DIR]`."""
+    cluster = commands.add_parser(
+        "cluster",
+        help="start a Spark standalone cluster (Spark's own master and workers) on 127.0.0.1 "
+        "to try jetspark on; Ctrl-C stops it",
+    )
+    cluster.add_argument("--workers", type=_positive_int, default=2, metavar="N", help="default 2")
+    cluster.add_argument(
+        "--cores", type=_positive_int, default=1, metavar="N", help="cores per worker (default 1)"
+    )
+    cluster.add_argument(
+        "--memory", type=_memory_size, default="1g", metavar="SIZE", help="per worker (default 1g)"
+    )
+    cluster.add_argument(
+        "--port", type=_port, default=7077, metavar="P", help="the master's (default 7077)"
+    )
+    cluster.add_argument(
+        "--webui-port",
+        type=_port,
+        default=8080,
+        metavar="P",
+        help="the master's web UI (default 8080)",
+    )
+    cluster.add_argument(
+        "--work-dir",
+        metavar="DIR",
+        help="keep the logs and the executors' output here (default: a temporary directory, "
+        "removed at the end)",
+    )
+
+
+def _spark_start_error() -> type[BaseException]:
+    """SparkStartError, imported only once an exception is being handled (it comes with Spark)."""
+    from jetspark.core.spark.driver_jvm import SparkStartError
+
+    return SparkStartError
 
 
 def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
@@ -169,6 +291,7 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
         "stopwords": _stopwords,
         "explain": _explain,
         "warm-up": _warm_up,
+        "cluster": _cluster,
         "snapshots": _snapshots,
     }[args.command]
     try:
@@ -178,6 +301,9 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
         return 2
     except JobFailedError as error:
         print(f"jetspark {args.command}: the job failed: {error}", file=sys.stderr)
+        return 1
+    except _spark_start_error() as error:
+        print(f"jetspark {args.command}: error: {error}", file=sys.stderr)
         return 1
     except OSError as error:
         print(f"jetspark {args.command}: error: {error}", file=sys.stderr)
@@ -189,11 +315,18 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+LONG_CORPUS_MB = 100
+"""The corpus size from which `jetspark tfidf` and `stopwords` turn the Spark UI on by default
+(the index job then takes minutes; the UI costs about 0.6 s of Spark's start-up)."""
+
+
 class EngineSession:
     """The engine a command or example runs on: LocalEngine, or SparkEngine on `spark` (a
     SparkContext or SparkSession), else on the process's active context, else on a new context
-    for `master` (default local[*]), which `close()` (or leaving the `with` block) stops again.
-    A context it creates is quiet (`session.create_context`) unless `verbose`.
+    for `master` (default: spark-submit's under spark-submit, else local[*]), which `close()`
+    (or leaving the `with` block) stops again. A context it creates is quiet
+    (`session.create_context`) unless `verbose`, and serves Spark's web UI on 127.0.0.1 when
+    `ui`; its address is announced on stderr.
     """
 
     def __init__(
@@ -203,6 +336,7 @@ class EngineSession:
         master: str | None = None,
         spark: Any = None,
         verbose: bool = False,
+        ui: bool = False,
     ) -> None:
         self._created: Any = None
         if kind == "local":
@@ -217,19 +351,28 @@ class EngineSession:
         if spark is None:
             spark = _active_spark_context()
         if spark is None:
-            _say(f"starting Spark ({master or 'local[*]'}) ...")
-            from jetspark.core.spark.session import DEFAULT_MASTER, create_context
+            from jetspark.core.spark.session import create_context, default_master
 
-            spark = self._created = create_context(master or DEFAULT_MASTER, verbose=verbose)
+            _say(f"starting Spark ({master or default_master()}) ...")
+            spark = self._created = create_context(master, verbose=verbose, ui=ui)
         self.engine = SparkEngine(spark=spark, members=members)
         self.description = f"Spark {self.engine.context.master} ({self.engine.members} members)"
+        if ui:
+            from jetspark.core.spark.session import ui_address
+
+            address = ui_address(self.engine.context)
+            if address is not None:
+                _say(f"Spark UI: {address}")
 
     @classmethod
-    def of(cls, args: argparse.Namespace, spark: Any = None) -> EngineSession:
-        """The session the parsed `add_engine_arguments` options ask for."""
+    def of(cls, args: argparse.Namespace, spark: Any = None, *, ui: bool = False) -> EngineSession:
+        """The session the parsed `add_engine_arguments` options ask for; `ui`: whether the Spark
+        UI is on when `--spark-ui`/`--no-spark-ui` was not given."""
         engine = getattr(args, "engine", "spark")
         verbose = getattr(args, "verbose", False)
-        return cls(engine, args.members, args.master, spark, verbose)
+        chosen = getattr(args, "spark_ui", None)
+        ui = ui if chosen is None else chosen
+        return cls(engine, args.members, args.master, spark, verbose, ui)
 
     def wait(self, job: Job) -> None:
         """Waits for `job`; on Spark it shows the progress of the job's stages meanwhile (a bar
@@ -289,6 +432,11 @@ def _corpus(args: argparse.Namespace) -> Corpus:
     return corpus
 
 
+def _long_running(corpus: Corpus) -> bool:
+    """Whether a job over `corpus` runs long enough to want the Spark UI by default."""
+    return corpus.size >= LONG_CORPUS_MB * 1_000_000
+
+
 def _derived_stopwords(
     session: EngineSession, corpus: Corpus, args: argparse.Namespace
 ) -> frozenset[str]:
@@ -319,7 +467,7 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
         _check_text_file(args.stopwords, "stopwords file")
     stopwords = load_stopwords(args.stopwords) if args.stopwords else None
     corpus = _corpus(args)
-    with EngineSession.of(args, spark) as session:
+    with EngineSession.of(args, spark, ui=_long_running(corpus)) as session:
         if stopwords is None:
             derived = f"words in more than {args.stopword_threshold:.0%} of the documents"
             _say(f"deriving the stopwords in the index job: {derived}")
@@ -360,6 +508,48 @@ def _warm_up(args: argparse.Namespace, spark: Any) -> int:
         session.engine.context.parallelize(range(2), 2).map(abs).collect()
     print(class_archive.describe())
     return 0
+
+
+def _cluster(args: argparse.Namespace, spark: Any) -> int:
+    """`jetspark cluster`: starts a standalone cluster on 127.0.0.1, says how to use it, and
+    keeps it up until Ctrl-C or SIGTERM (exit 0) or until one of its daemons exits (exit 1)."""
+    from jetspark.core.spark.standalone import ClusterError, StandaloneCluster
+
+    stopping = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stopping.set())
+    cluster = StandaloneCluster(
+        workers=args.workers,
+        cores=args.cores,
+        memory=args.memory,
+        port=args.port,
+        web_ui_port=args.webui_port,
+        work_dir=args.work_dir,
+    )
+    with cluster:
+        _say(f"starting a Spark master and {_plural(args.workers, 'worker')} on 127.0.0.1 ...")
+        try:
+            cluster.start()
+        except ClusterError as error:
+            _say(f"jetspark cluster: error: {error}")
+            return 1
+        print(f"master:     {cluster.master_url}")
+        print(f"web UI:     {cluster.web_ui_url}")
+        print(f"workers:    {args.workers} x {args.cores} core(s), {args.memory}")
+        print(f"work dir:   {cluster.work_dir}")
+        print(f"submit:     spark-submit --master {cluster.master_url} APP.py")
+        print("Ctrl-C stops the cluster", flush=True)
+        while not stopping.wait(0.5):
+            exited = cluster.exited()
+            if exited:
+                _say(f"{', '.join(exited)} exited:\n{cluster.log_tail(exited[0])}")
+                return 1
+        _say("stopping the cluster ...")
+    return 0
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'s' * (count != 1)}"
 
 
 def _search(args: argparse.Namespace, spark: Any) -> int:
@@ -437,7 +627,7 @@ def _check_text_file(path: str, what: str) -> None:
 def _stopwords(args: argparse.Namespace, spark: Any) -> int:
     """`jetspark stopwords`: prints the derived stopwords, one a line (a `--stopwords` file)."""
     corpus = _corpus(args)
-    with EngineSession.of(args, spark) as session:
+    with EngineSession.of(args, spark, ui=_long_running(corpus)) as session:
         stopwords = _derived_stopwords(session, corpus, args)
     for word in sorted(stopwords):
         print(word)

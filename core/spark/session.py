@@ -1,12 +1,18 @@
-"""The SparkContexts jetspark creates: one Python for driver and workers, loopback-bound when
-local, a quiet console; and the SparkContext of whatever a user hands to SparkEngine.
+"""The SparkContexts jetspark creates: one Python for driver and workers, loopback-bound where
+the cluster allows, a quiet console; and the SparkContext of whatever a user hands to
+SparkEngine.
 
 A context jetspark creates (SparkEngine(), the CLI, the examples, the benchmarks, the test
 fixture) runs its Python workers with the driver's interpreter unless the user configured one
 (`PYSPARK_PYTHON` or `spark.pyspark.python`), turns Spark's console progress bar off (jetspark
 draws its own, see `progress.py`), points the JVM at the log configuration shipped with the
-package (`log4j2.properties`), drops the JVM's startup warning about incubator modules and starts
-the driver JVM from its class archive (`class_archive.py`). A user's own context is used as it is.
+package (`log4j2.properties`), keeps the JVM's console quiet (`driver_jvm.py`) and starts the
+driver JVM from its class archive (`class_archive.py`). Spark's web UI is off unless asked for,
+and then bound to 127.0.0.1.
+
+Under spark-submit the driver JVM is spark-submit's: a context jetspark creates there takes
+spark-submit's master, application name, configuration and `--py-files`, and adds jetspark's
+defaults only where the user set nothing. A user's own context is used as it is.
 """
 
 from __future__ import annotations
@@ -14,28 +20,32 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+from urllib.parse import urlsplit
 
+from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
+from pyspark.errors import PySparkRuntimeError
 
 from jetspark.core.spark import class_archive
+from jetspark.core.spark.driver_jvm import JvmConsole, SparkStartError, start_error
 
 DEFAULT_MASTER = "local[*]"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 """Spark's log configuration for the contexts jetspark creates (package data)."""
 MASTER_CONNECT_TIMEOUT = 5.0
-"""Seconds to wait for a `spark://` master to accept a TCP connection before giving up."""
+"""Seconds to wait for a `spark://` master or a Kubernetes API server to accept a TCP connection
+before giving up."""
+LOOPBACK = "127.0.0.1"
 
 _LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?")
 _STANDALONE_MASTER = re.compile(r"spark://[^/\s:,]+:\d+(,[^/\s:,]+:\d+)*")
 _OTHER_MASTERS = ("yarn", "k8s://", "local-cluster[")
-_JVM_NOISE = ("WARNING: Using incubator modules",)
-"""Lines the JVM writes to stderr before any log configuration applies, dropped from it."""
+_LOG_OPTION = "-Dlog4j2.configurationFile"
 
 
 def check_master(master: str) -> None:
@@ -53,25 +63,76 @@ def check_master(master: str) -> None:
     )
 
 
-def check_master_reachable(master: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> None:
-    """For a `spark://` master, raises ConnectionError unless one of its host:port addresses
-    accepts a TCP connection within `timeout` seconds (Spark itself retries for about a minute).
-    """
-    if not master.startswith("spark://"):
-        return
-    addresses = master.removeprefix("spark://").split(",")
+def reach_master(master: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> str | None:
+    """The address of this machine that the cluster of `master` reaches the driver at: 127.0.0.1
+    for a local master; for a `spark://` master or a Kubernetes API server (`k8s://`), the local
+    address of a TCP connection to it, which must be accepted within `timeout` seconds (Spark
+    itself retries for a minute or more), else ConnectionError. None for other masters."""
+    if master.startswith("local"):
+        return LOOPBACK
+    if master.startswith("spark://"):
+        addresses = [a.rpartition(":")[::2] for a in master.removeprefix("spark://").split(",")]
+        what, hint = f"the Spark master {master}", "is it running, and is the address right?"
+    elif master.startswith("k8s://"):
+        url = urlsplit(master.removeprefix("k8s://"))
+        if not url.scheme:  # Spark's default scheme for the API server is https
+            url = urlsplit(f"https://{master.removeprefix('k8s://')}")
+        port = url.port or (443 if url.scheme == "https" else 80)
+        addresses = [(url.hostname or "", str(port))]
+        what = f"the Kubernetes API server of {master}"
+        hint = "is the cluster running, and is the address the one `kubectl cluster-info` shows?"
+    else:
+        return None
     failures = []
-    for address in addresses:
-        host, _, port = address.rpartition(":")
+    for host, port in addresses:
         try:
-            with socket.create_connection((host, int(port)), timeout=timeout):
-                return
+            with socket.create_connection((host, int(port)), timeout=timeout) as connection:
+                return str(connection.getsockname()[0])
         except OSError as error:
-            failures.append(f"{address}: {error.strerror or error}")
-    raise ConnectionError(
-        f"cannot reach the Spark master {master} ({'; '.join(failures)}): is it running, and "
-        "is the address right?"
-    )
+            failures.append(f"{host}:{port}: {error.strerror or error}")
+    raise ConnectionError(f"cannot reach {what} ({'; '.join(failures)}): {hint}")
+
+
+def under_spark_submit() -> bool:
+    """True when this Python is the driver of an application spark-submit runs: PySpark then
+    joins spark-submit's JVM (its port in PYSPARK_GATEWAY_PORT) instead of launching one."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def default_master() -> str:
+    """The master a context gets when none is named: spark-submit's `--master` under
+    spark-submit, else local[*]."""
+    if not under_spark_submit():
+        return DEFAULT_MASTER
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master") or DEFAULT_MASTER
+
+
+def jetspark_defaults(
+    *, verbose: bool = False, ui: bool = False, driver_address: str | None = None
+) -> dict[str, str]:
+    """The settings jetspark gives the contexts it creates.
+
+    Spark's web UI on only when `ui`, Python workers reused and given the driver's
+    PYTHONHASHSEED (or 0), the driver's Python for the workers unless PYSPARK_PYTHON says
+    otherwise, Spark's progress bar off, the driver bound to `driver_address` (`reach_master`)
+    when known, and (unless `verbose`) the shipped log configuration for the driver and executor
+    JVMs.
+    """
+    settings = {
+        "spark.ui.enabled": str(ui).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.python.worker.reuse": "true",
+        "spark.executorEnv.PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
+        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
+    }
+    if driver_address is not None:
+        settings["spark.driver.host"] = settings["spark.driver.bindAddress"] = driver_address
+    if not verbose:
+        logging_option = f"{_LOG_OPTION}={LOG_CONFIG.as_uri()}"
+        settings["spark.driver.extraJavaOptions"] = logging_option
+        settings["spark.executor.extraJavaOptions"] = logging_option
+    return settings
 
 
 def engine_conf(
@@ -79,61 +140,124 @@ def engine_conf(
     app_name: str = "jetspark",
     *,
     verbose: bool = False,
+    ui: bool = False,
+    driver_address: str | None = None,
     settings: Mapping[str, str] | None = None,
 ) -> SparkConf:
-    """The configuration of a context jetspark creates; `settings` are added last.
-
-    UI off, Python workers reused and given the driver's PYTHONHASHSEED (or 0), the driver's
-    Python for the workers unless PYSPARK_PYTHON says otherwise, Spark's progress bar off, and
-    (unless `verbose`) the shipped log configuration for the driver and executor JVMs. A local
-    master binds to 127.0.0.1.
-    """
-    conf = (
-        SparkConf()
-        .setMaster(master)
-        .setAppName(app_name)
-        .set("spark.ui.enabled", "false")
-        .set("spark.ui.showConsoleProgress", "false")
-        .set("spark.python.worker.reuse", "true")
-        .set("spark.executorEnv.PYTHONHASHSEED", os.environ.get("PYTHONHASHSEED", "0"))
-        .set("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
-    )
-    if master.startswith("local"):
-        conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
-    if not verbose:
-        logging_option = f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
-        conf.set("spark.driver.extraJavaOptions", logging_option)
-        conf.set("spark.executor.extraJavaOptions", logging_option)
-    for key, value in (settings or {}).items():
+    """The configuration of a context jetspark creates outside spark-submit: `master`,
+    `app_name`, `jetspark_defaults`, then `settings`."""
+    conf = SparkConf().setMaster(master).setAppName(app_name)
+    defaults = jetspark_defaults(verbose=verbose, ui=ui, driver_address=driver_address)
+    for key, value in {**defaults, **(settings or {})}.items():
         conf.set(key, value)
     return conf
 
 
 def create_context(
-    master: str = DEFAULT_MASTER,
-    app_name: str = "jetspark",
+    master: str | None = None,
+    app_name: str | None = None,
     *,
     verbose: bool = False,
+    ui: bool = False,
     settings: Mapping[str, str] | None = None,
 ) -> SparkContext:
-    """A new SparkContext configured by `engine_conf`; the caller stops it.
+    """A new SparkContext on `master` (None: `default_master()`); the caller stops it.
 
-    Checks `master` first (`check_master`, `check_master_reachable`), so a typo or a master
-    that is down fails in seconds with a ValueError or ConnectionError instead of a JVM error.
-    The driver's Python runs the workers: `PYSPARK_PYTHON` is set for the launcher too. Unless
-    `verbose`, the JVM's log level is ERROR and its incubator-module warning is dropped.
+    Under spark-submit it is created in spark-submit's JVM with spark-submit's configuration,
+    `master` and `app_name` overriding it when given and `jetspark_defaults` added where the
+    user set nothing. Otherwise `master` is checked first (`check_master`, `reach_master`), so a
+    typo or a cluster that is down fails in seconds with a ValueError or ConnectionError instead
+    of a JVM error; the driver JVM binds its RPC to the address the cluster reaches it at and its
+    UI (`ui`) to 127.0.0.1, unless SPARK_LOCAL_IP says otherwise. The driver's Python runs the
+    workers: `PYSPARK_PYTHON` is set for the launcher too. Unless `verbose`, the JVM's log
+    level is ERROR and its console quiet. A failure in the JVM is a SparkStartError.
     """
+    if under_spark_submit():
+        return _submitted_context(master, app_name, verbose=verbose, ui=ui, settings=settings)
+    master = master or DEFAULT_MASTER
     check_master(master)
-    check_master_reachable(master)
-    conf = engine_conf(master, app_name, verbose=verbose, settings=settings)
+    address = reach_master(master)
+    if address is not None:  # the driver's RPC binds to `address`, its UI to SPARK_LOCAL_IP
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    conf = engine_conf(
+        master,
+        app_name or "jetspark",
+        verbose=verbose,
+        ui=ui,
+        driver_address=address,
+        settings=settings,
+    )
     os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python") or sys.executable)
-    if master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     gateway = None
     if SparkContext._gateway is None:  # a JVM is launched once per process
-        gateway = _launch_gateway(conf, quiet=not verbose)
-    context = SparkContext(conf=conf, gateway=gateway)
-    if not verbose:
+        gateway = _launch_gateway(conf, master, quiet=not verbose)
+    return _started(conf, master, gateway, quiet=not verbose)
+
+
+def _submitted_context(
+    master: str | None,
+    app_name: str | None,
+    *,
+    verbose: bool,
+    ui: bool,
+    settings: Mapping[str, str] | None,
+) -> SparkContext:
+    """A context in spark-submit's JVM: its configuration (`--master`, `--name`, `--conf`,
+    `--py-files`, spark-defaults.conf), then `master` and `app_name` if given, then
+    `jetspark_defaults` where unset, then `settings`.
+
+    spark-submit launched the JVM with SPARK_LOCAL_IP as it found it, which is where the UI
+    binds (every interface when unset): jetspark turns the UI on only where SPARK_LOCAL_IP is
+    set, and leaves `spark.ui.enabled` to a user who set it.
+    """
+    SparkContext._ensure_initialized()
+    conf = SparkConf()
+    if master is not None:
+        check_master(master)
+        conf.setMaster(master)
+    if app_name is not None:
+        conf.setAppName(app_name)
+    effective_master = conf.get("spark.master") or DEFAULT_MASTER
+    own_logging = _user_configured_logging(conf)
+    defaults = jetspark_defaults(
+        verbose=verbose or own_logging,
+        ui=ui and "SPARK_LOCAL_IP" in os.environ,
+        driver_address=reach_master(effective_master),
+    )
+    for key, value in defaults.items():
+        if not conf.contains(key):
+            conf.set(key, value)
+    for key, value in (settings or {}).items():
+        conf.set(key, value)
+    os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python") or sys.executable)
+    quiet = not (verbose or own_logging)
+    if quiet and not conf.contains("spark.log.level"):  # quiet while the context starts
+        conf.set("spark.log.level", "ERROR")
+    context = _started(conf, effective_master, None, quiet=False)
+    if quiet:  # spark-submit's JVM was started with Spark's logging: jetspark's from here on
+        jvm = context._jvm
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        configurator.reconfigure(jvm.java.net.URI.create(LOG_CONFIG.as_uri()))
+    return context
+
+
+def _user_configured_logging(conf: SparkConf) -> bool:
+    """Whether the user of spark-submit chose Spark's logging: a log4j configuration in the
+    driver's JVM options, or a log4j2 file in Spark's configuration directory."""
+    if _LOG_OPTION in (conf.get("spark.driver.extraJavaOptions") or ""):
+        return True
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    return conf_dir is not None and any(Path(conf_dir).glob("log4j2.*"))
+
+
+def _started(conf: SparkConf, master: str, gateway: Any, *, quiet: bool) -> SparkContext:
+    """The SparkContext of `conf`, ERROR-level logging when `quiet`; a SparkStartError when the
+    JVM refuses to create it (a Kubernetes cluster that refuses the driver, say)."""
+    try:
+        context = SparkContext(conf=conf, gateway=gateway)
+    except Py4JError as error:
+        raise start_error(error, master) from error
+    if quiet:
         context.setLogLevel("ERROR")
     return context
 
@@ -149,46 +273,46 @@ def stop_context(context: SparkContext) -> None:
         threading.Thread(target=server.shutdown, name="stop-accumulators", daemon=True).start()
 
 
-def _launch_gateway(conf: SparkConf, *, quiet: bool) -> Any:
-    """Launches the driver JVM with the class archive (`class_archive.prepare`); when `quiet`,
-    its stderr passes through a filter that drops `_JVM_NOISE` (everything else, the Python
-    workers' own stderr of a local master included, goes on)."""
+def _launch_gateway(conf: SparkConf, master: str, *, quiet: bool) -> Any:
+    """Launches the driver JVM with the class archive (`class_archive.prepare`), its stderr
+    through a `JvmConsole`; a SparkStartError with the JVM's own reason when it exits first."""
     from pyspark.find_spark_home import _find_spark_home
     from pyspark.java_gateway import launch_gateway
 
     recording = class_archive.prepare(conf, Path(_find_spark_home()))
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE} if quiet else {})
-    if quiet:
-        threading.Thread(
-            target=_forward_stderr,
-            args=(gateway.proc.stderr, sys.stderr),
-            name="jvm-stderr",
-            daemon=True,
-        ).start()
+    console = JvmConsole(sys.stderr, quiet=quiet)
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": console.write_end})
+    except PySparkRuntimeError as error:
+        console.launched()
+        if error.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        raise SparkStartError(f"Spark could not start on {master}: {console.failure()}") from error
+    console.launched()
     if recording is not None:
         recording.finish_at_exit(gateway)
     return gateway
 
 
-def _forward_stderr(source: IO[bytes], target: IO[str]) -> None:
-    """Copies the JVM's stderr lines to `target` until the JVM exits, except `_JVM_NOISE`."""
-    for raw in iter(source.readline, b""):
-        line = raw.decode(errors="replace")
-        if line.startswith(_JVM_NOISE):
-            continue
-        try:
-            target.write(line)
-            target.flush()
-        except (OSError, ValueError):  # the terminal went away, or the interpreter is exiting
-            return
+def ui_address(context: SparkContext) -> str | None:
+    """The address of `context`'s web UI, None when it has none. Spark names the driver's host;
+    the UI listens on SPARK_LOCAL_IP (every interface when unset), so that is the address given
+    when set."""
+    url = context.uiWebUrl
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = os.environ.get("SPARK_LOCAL_IP") or parts.hostname
+    return f"{parts.scheme}://{host}:{parts.port}"
 
 
 def spark_context_of(spark: Any) -> SparkContext:
     """The SparkContext of a SparkSession or SparkContext; a new `create_context(spark)` for a
-    master URL; for None the process's active context, else a new one on local[*].
+    master URL; for None the process's active context, else a new `create_context()` (on
+    spark-submit's master under spark-submit, else local[*]).
 
     An engine-made context is a bare SparkContext: an RDD engine needs no SparkSession, which
-    takes about twice as long to start (DESIGN.md, measured facts).
+    takes about twice as long to start (about 7 s against 4 on a 2-core machine).
     """
     if spark is None:
         active = SparkContext._active_spark_context
