@@ -20,12 +20,14 @@ job on 6,000 trades (30 s of trading; source `generate_p`, sink `write_file_p`):
 processor writes its lines to its own file in OUTPUT_DIR (default: a new temporary directory),
 and the output is checked against a plain Python count.
 
-Unbounded, on either engine (local by default):
+Unbounded, on either engine (local by default, Spark under spark-submit):
 `python examples/stock_exchange.py [OUTPUT_DIR] --duration SECONDS [--snapshots DIR]
 [--snapshot-interval MILLIS] [--clock wall|trading] [--members N] [--engine spark [--master
 URL]]` reads the endless journal
 (`stream_journal_p`) exactly-once, taking a snapshot every MILLIS (default 1,000), for SECONDS
-(or until Ctrl-C), then cancels the job. `--clock trading` counts both in trading time instead
+counted from its first trades read (Spark's start-up is not counted), or until Ctrl-C, then
+cancels the job; on Spark it serves Spark's web UI on 127.0.0.1 and prints its address
+(`--no-spark-ui`: not). `--clock trading` counts both in trading time instead
 of wall-clock time (5 ms per trade read): a run then reads the same trades and takes its
 snapshots at about the same trades on a busy machine as on an idle one. The sink
 `write_file_transactional_p` publishes the `part-*` files of a snapshot when it is committed,
@@ -38,9 +40,11 @@ command again (same OUTPUT_DIR and DIR, any --members) continues from the last s
 thread appends them as lines (`trade(n)` for n = 0, 1, ...) to DIR/trades.log, TRADES_PER_SECOND
 of them a second, and `stream_files_p` reads what is appended (one file keeps the stream in
 order); a later run's generator goes on after the last whole line in the file.
-On Spark the job runs as exactly-once micro-batches, one per snapshot interval
-(docs/fault_tolerance.md); its snapshots always go to a directory (a temporary one without
-`--snapshots`), which on a cluster (`--master spark://...`) must be shared by every executor.
+Under spark-submit (`spark-submit --master URL examples/stock_exchange.py ...`) it runs on the
+context spark-submit sets up. On Spark the job runs as exactly-once micro-batches, one per
+snapshot interval (docs/fault_tolerance.md); its snapshots always go to a directory (a temporary
+one without `--snapshots`), which on a cluster (`--master spark://...`) must be shared by every
+executor.
 """
 
 from __future__ import annotations
@@ -531,12 +535,18 @@ def _positive(text: str) -> float:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output_dir", nargs="?", metavar="OUTPUT_DIR")
-    add_engine_arguments(parser)
+    add_engine_arguments(
+        parser,
+        engine_default="spark; with --duration local, or spark under spark-submit",
+        members=2,
+        ui_default="on for --duration runs on Spark",
+    )
     parser.add_argument(
         "--duration",
         type=_positive,
         metavar="SECONDS",
-        help="run unbounded on the local engine for SECONDS, then cancel (default: bounded)",
+        help="run the unbounded job for SECONDS, counted from its first trades read (the "
+        "engine's start-up is not counted), then cancel it (default: a bounded run)",
     )
     parser.add_argument(
         "--snapshots",
@@ -576,7 +586,7 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the live job view (docs/view.md) on PORT (default: any free port) and print "
         "its address",
     )
-    parser.set_defaults(members=2, engine=None)
+    parser.set_defaults(engine=None)
     return parser
 
 
@@ -609,7 +619,10 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
         parser.error(f"--snapshot-interval must be at least 1, got {args.snapshot_interval}")
     if args.snapshots and not args.output_dir:
         parser.error("--snapshots needs OUTPUT_DIR: a run that continues must write there too")
-    args.engine = args.engine or "local"
+    if args.engine is None:
+        from jetspark.core.spark.session import under_spark_submit
+
+        args.engine = "spark" if under_spark_submit() else "local"
     run_unbounded(parser, args)
 
 
@@ -664,7 +677,7 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             return _trades_read(jobs[0]) * TRADE_SPACING_MILLIS / 1000 if jobs else 0.0
 
     writer = TradeFileWriter(args.trades_dir) if files else contextlib.nullcontext()
-    with EngineSession.of(args) as session, writer, job_view(args.view) as view:
+    with EngineSession.of(args, ui=on_spark) as session, writer, job_view(args.view) as view:
         session.engine.job_view = view
         if not on_spark:
             session.engine.snapshot_clock = clock
@@ -693,7 +706,7 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
                 flush=True,
             )
 
-        elapsed = run_for(job, args.duration, progress, clock)
+        elapsed = run_for(job, args.duration, progress, clock, lambda: _trades_read(job) > 0)
     if not args.snapshots:
         _remove_unpublished(output_dir)
     print(
@@ -734,17 +747,26 @@ def run_for(
     duration: float,
     progress: Callable[[float], None],
     clock: Callable[[], float] = time.monotonic,
+    reading: Callable[[], bool] = lambda: True,
 ) -> float:
-    """Lets the unbounded `job` run for `duration` seconds of `clock` (or until Ctrl-C), calling
+    """Lets the unbounded `job` run for `duration` seconds of `clock` (or until Ctrl-C), counted
+    from the first time `reading()` holds (the job has read something: the engine's start-up,
+    which on a cluster can take longer than the run, is not counted), calling
     `progress(elapsed seconds)` every PROGRESS_SECONDS of it, then cancels the job and waits for
-    it to end; returns the seconds it ran. Raises the job's failure."""
-    started = clock()
-    next_progress = started + PROGRESS_SECONDS
+    it to end; returns the seconds counted. Raises the job's failure."""
+    started: float | None = None
+    next_progress = 0.0
     try:
-        while (now := clock()) - started < duration:
-            if now >= next_progress:
-                progress(now - started)
-                next_progress = max(next_progress, now) + PROGRESS_SECONDS
+        while True:
+            now = clock()
+            if started is None and reading():
+                started, next_progress = now, now + PROGRESS_SECONDS
+            if started is not None:
+                if now - started >= duration:
+                    break
+                if now >= next_progress:
+                    progress(now - started)
+                    next_progress = max(next_progress, now) + PROGRESS_SECONDS
             try:
                 job.join(timeout=POLL_SECONDS)
             except TimeoutError:
@@ -752,7 +774,7 @@ def run_for(
             raise RuntimeError(f"{job.name}, an unbounded job, completed")
     except KeyboardInterrupt:
         print("interrupted", flush=True)
-    elapsed = clock() - started
+    elapsed = 0.0 if started is None else clock() - started
     job.cancel()
     with contextlib.suppress(JobCancelledError):
         job.join()

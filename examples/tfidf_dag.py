@@ -5,7 +5,8 @@ the saved index and search; `jetspark tfidf` and `jetspark search` on the comman
 example calls it as a program would: it writes four small books to a temporary directory,
 builds the index with a fixed stop list, and searches it.
 
-Run it with `python examples/tfidf_dag.py [--engine spark|local] [--members N]`.
+Run it with `python examples/tfidf_dag.py [--engine spark|local] [--members N]`, or under
+`spark-submit --master URL examples/tfidf_dag.py` (Spark on spark-submit's context).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def write_books(directory: Path) -> None:
 def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     """Builds the index of BOOKS and prints the answers to QUERIES."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, ui_default="off")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tfidf-") as books_dir:
         write_books(Path(books_dir))

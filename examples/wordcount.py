@@ -5,10 +5,12 @@
         -> combine (combine_by_key_p, over a distributed partitioned edge)
         -> sink (write_map_p "counts")
 
-Run it with `python examples/wordcount.py [--engine spark|local] [--members N]`: it writes
-some generated lines to the engine's "lines" map, runs the job (on two members by default), and
-checks the counts against a plain Python count. `build_dag(source=...)` takes any source of
-plain lines instead (`read_files_p(dir)`, `read_rdd_p(sc.textFile(dir))`): bench/ runs it so.
+Run it with `python examples/wordcount.py [--engine spark|local] [--members N]`, or on a cluster
+with `spark-submit --master URL examples/wordcount.py` (Spark on spark-submit's context): it
+writes some generated lines to the engine's "lines" map, runs the job (on two members by
+default), and checks the counts against a plain Python count. `build_dag(source=...)` takes any
+source of plain lines instead (`read_files_p(dir)`, `read_rdd_p(sc.textFile(dir))`): bench/
+runs it so.
 """
 
 from __future__ import annotations
@@ -82,8 +84,7 @@ def generate_lines(count: int, seed: int = 7) -> dict[int, str]:
 def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     """Runs the word count on generated lines and checks it against a plain Python count."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_engine_arguments(parser)
-    parser.set_defaults(members=2)
+    add_engine_arguments(parser, members=2, ui_default="off")
     args = parser.parse_args(argv)
     lines = generate_lines(2_000)
     with EngineSession.of(args, spark) as session:
