@@ -79,9 +79,7 @@ class JobConfig:
                 f"got {self.processing_guarantee!r}"
             )
         if not isinstance(self.execution_mode, ExecutionMode):
-            raise TypeError(
-                f"execution_mode must be an ExecutionMode, got {self.execution_mode!r}"
-            )
+            raise TypeError(f"execution_mode must be an ExecutionMode, got {self.execution_mode!r}")
         if self.max_restarts < 0:
             raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}")
         if self.snapshot_interval_millis <= 0:

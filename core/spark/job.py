@@ -83,6 +83,8 @@ class SparkJob(Job):
         if self._ended.is_set() or self.cancel_event.is_set():
             return
         self.cancel_event.set()
+        if self._on_cancel is not None:
+            self._on_cancel()
         threading.Thread(
             target=self._cancel_until_ended, name=f"cancel-{self.name}", daemon=True
         ).start()

@@ -103,6 +103,7 @@ class ContinuousCoordinator:
         self._snapshots: list[SnapshotReport] = []
         self._next_start = 0.0
         self._closed = threading.Event()
+        self._cancelled = False
         self._connections: set[ControlConnection] = set()
         self._server = socket.create_server((host, 0))
         self.address: tuple[str, int] = (host, self._server.getsockname()[1])
@@ -127,6 +128,12 @@ class ContinuousCoordinator:
             merged.restarts = self.restarts
         merged.execution_mode = "continuous"
         return merged
+
+    def cancel(self) -> None:
+        """The job was cancelled: members stop at once, and nothing commits or completes."""
+        with self._lock:
+            self._cancelled = True
+            self._fence("the job was cancelled")
 
     def count_restart(self) -> bool:
         """Counts a restart after a failed stage; False when that exceeds the bound."""
@@ -250,8 +257,8 @@ class ContinuousCoordinator:
     def _handle(self, connection: ControlConnection, member: int, kind: str, payload: Any) -> None:
         with self._lock:
             epoch = self._epoch
-            if epoch is None or epoch.members.get(member) is not connection:
-                return  # a fenced member: nothing it says counts
+            if epoch is None or epoch.members.get(member) is not connection or self._cancelled:
+                return  # a fenced member, or a cancelled job: nothing it says counts
             if kind == control.RESULTS:
                 if self._store is None:
                     self._apply(payload)
@@ -284,7 +291,11 @@ class ContinuousCoordinator:
                     or time.monotonic() < self._next_start
                 ):
                     continue
-                self._start_snapshot(epoch)
+                try:
+                    self._start_snapshot(epoch)
+                except Exception as error:  # the store failed: the job cannot go on
+                    self.fatal = error
+                    self._fence(f"starting a snapshot failed: {error}")
 
     def _start_snapshot(self, epoch: _Epoch) -> None:
         assert self._store is not None

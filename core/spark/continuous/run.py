@@ -62,6 +62,7 @@ def run_continuous_job(
             config.max_restarts,
         )
         job.read_metrics_live(coordinator.metrics)
+        job.on_cancel(coordinator.cancel)
         name = dag.name or job.name
         while True:
             token = secrets.token_hex(8)
