@@ -19,6 +19,7 @@ import pytest
 from jetspark.core import (
     DAG,
     AbstractProcessor,
+    ExecutionMode,
     JobCancelledError,
     JobConfig,
     JobFailedError,
@@ -199,19 +200,24 @@ def test_the_failing_key_is_named_whichever_way_the_processor_takes_its_entries(
 
 
 @pytest.mark.spark
-def test_a_new_vertex_starts_empty_on_spark_micro_batches(spark_engine: Any, tmp_path: Any) -> None:
+@pytest.mark.parametrize("mode", [ExecutionMode.MICRO_BATCH, ExecutionMode.CONTINUOUS])
+def test_a_new_vertex_starts_empty_on_spark(
+    spark_engine: Any, tmp_path: Any, mode: ExecutionMode
+) -> None:
     from jetspark.core import DirectorySnapshotStore
     from jetspark.core.spark import SparkEngine
 
     engine = SparkEngine(spark_engine.context, members=2, batch_items=100)
     store = DirectorySnapshotStore(tmp_path / "snapshots")
     engine.get_list("words").extend(FIRST)
-    job = engine.new_job(upgraded_dag("count"), guaranteed(), snapshot_store=store)
+    config = guaranteed(execution_mode=mode)
+    job = engine.new_job(upgraded_dag("count"), config, snapshot_store=store)
     before = run_until_read(job, len(FIRST))
+    assert job.execution_mode.value == mode.value
     assert counts_of(before, "count") == Counter(FIRST)
     engine.get_list("words").extend(LATER)
     job = engine.new_job(
-        upgraded_dag("count", "tally"), guaranteed(), snapshot_store=store, restore_from=before
+        upgraded_dag("count", "tally"), config, snapshot_store=store, restore_from=before
     )
     after = run_until_read(job, len(FIRST) + len(LATER))
     assert counts_of(after, "count") == Counter(FIRST + LATER)
