@@ -83,8 +83,9 @@ def test_a_saved_model_loads_and_predicts_a_batch_like_the_original(tmp_path):
     events = data.stream()[:5]
     assert [digits.parse_event(digits.event_line(e)) for e in events] == events
     predictions = digits.predict_batch(loaded, events)
-    expected = model.predict(np.stack([np.frombuffer(e[2], np.uint8) for e in events]))
-    assert predictions == [(e[0], e[1], int(p), "v1") for e, p in zip(events, expected, strict=True)]
+    expected = model.predict(np.stack([np.frombuffer(e[2], np.uint8) for e in events])).tolist()
+    labels = [(n, label) for n, label, _ in events]
+    assert predictions == [(*known, p, "v1") for known, p in zip(labels, expected, strict=True)]
 
 
 @pytest.mark.parametrize("bad", [["--rate", "0"], ["--snapshot-interval", "0"]])
