@@ -46,6 +46,9 @@ CONNECT_SECONDS = 120.0
 """How long a member waits for the driver and for the other members to connect."""
 METRICS_SECONDS = 0.5
 """How often a running member sends its metrics to the driver."""
+RESULTS_SECONDS = 0.01
+"""How long a running member lets its sinks' writes to named lists and maps gather before it
+sends them to the driver (a batch of RESULT_BATCH items goes at once)."""
 _HELLO_BYTES = 4 + 32
 
 
@@ -277,10 +280,14 @@ class MemberTask:
             runtime = build_member(
                 plan, [member], exchange=exchange, cancel_event=cancel, snapshots=snapshots
             )
-            next_metrics = 0.0
+            next_results = next_metrics = 0.0
             for _ in runtime.drive():
-                ship_results(RESULT_BATCH)
                 now = time.monotonic()
+                if now >= next_results:  # a few writes wait a moment, a batch-full never
+                    next_results = now + RESULTS_SECONDS
+                    ship_results()
+                else:
+                    ship_results(RESULT_BATCH)
                 if now >= next_metrics:
                     next_metrics = now + METRICS_SECONDS
                     send(control.METRICS, pickle.dumps(runtime.metrics(), protocol=5))
