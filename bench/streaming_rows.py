@@ -93,7 +93,12 @@ def window_dag(source: Any, sink: Any) -> Any:
 def spark_engine_rate(spark: Any, seconds: float) -> tuple[float, list[float]]:
     """Events per second SparkEngine reads exactly-once for `seconds` (first batch, which
     starts the workers, excluded), and the per-batch latency bounds in seconds."""
-    from jetspark.core import DirectorySnapshotStore, JobConfig, ProcessingGuarantee
+    from jetspark.core import (
+        DirectorySnapshotStore,
+        ExecutionMode,
+        JobConfig,
+        ProcessingGuarantee,
+    )
     from jetspark.processors import stream_journal_p, write_file_transactional_p
 
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-stream-") as root:
@@ -103,6 +108,7 @@ def spark_engine_rate(spark: Any, seconds: float) -> tuple[float, list[float]]:
         config = JobConfig(
             processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
             snapshot_interval_millis=BATCH_MILLIS,
+            execution_mode=ExecutionMode.MICRO_BATCH,
         )
         job = spark.engine.new_job(
             dag, config, snapshot_store=DirectorySnapshotStore(root + "/snapshots")
