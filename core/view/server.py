@@ -116,7 +116,7 @@ class JobView:
 
     # ------------------------------------------------------------- the routes
 
-    def answer(self, path: str) -> _Answer:
+    def _answer(self, path: str) -> _Answer:
         """What a GET of `path` returns."""
         if path == "/":
             page = resources.files(__package__).joinpath("page.html").read_bytes()
@@ -178,7 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         try:
-            status, content_type, body = self.server.view.answer(path)
+            status, content_type, body = self.server.view._answer(path)
         except Exception as error:
             _log.exception("the job view failed to answer %s", path)
             status, content_type, body = _json(500, {"error": f"{path}: {error!r}"})
