@@ -16,7 +16,12 @@ from jetspark.core.job import Job, checked_submission, warn_at_submission
 from jetspark.core.runtime.plan import plan_job
 from jetspark.core.snapshot_store import Snapshot, SnapshotStore
 from jetspark.core.spark.continuous.run import run_continuous_job
-from jetspark.core.spark.guarantees import check_streaming_job
+from jetspark.core.spark.guarantees import (
+    TemporarySnapshotStore,
+    check_streaming_job,
+    end_of_temporary_store,
+    store_for_restart,
+)
 from jetspark.core.spark.job import SparkJob
 from jetspark.core.spark.microbatch.run import run_micro_batch_job
 from jetspark.core.spark.modes import Mode, choose_mode
@@ -127,8 +132,9 @@ class SparkEngine:
         modules_used = self.user_code.prepare(dag)
 
         def restart() -> Job:
-            latest = store.latest() if store is not None else None
-            return self.new_job(dag, config, snapshot_store=store, restore_from=latest)
+            kept = store_for_restart(store)
+            latest = kept.latest() if kept is not None else None
+            return self.new_job(dag, config, snapshot_store=kept, restore_from=latest)
 
         job = SparkJob(
             next(_job_ids),
@@ -139,6 +145,8 @@ class SparkEngine:
             execution_mode=mode,
         )
         job.modules_used = modules_used
+        if isinstance(store, TemporarySnapshotStore):
+            job.on_end(lambda error: end_of_temporary_store(job.name, store, error, job.restarting))
         if self.job_view is not None:
             self.job_view.watch(job, dag)
         thread = InheritableThread(

@@ -1,10 +1,13 @@
 """Checks, before any Spark job starts, that a job with a processing guarantee can run as
 micro-batches: a snapshot store the executors can write, a snapshot of this DAG to restore,
-and vertices that can take part in batches."""
+and vertices that can take part in batches. Also the life of the store jetspark makes when the
+job names none (`TemporarySnapshotStore`)."""
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import tempfile
 from typing import Any
 
@@ -12,9 +15,17 @@ from pyspark import SparkContext
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
-from jetspark.core.errors import DagValidationError, SnapshotError
+from jetspark.core.errors import DagValidationError, JobCancelledError, SnapshotError
 from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
+
+_log = logging.getLogger("jetspark.spark")
+
+
+class TemporarySnapshotStore(DirectorySnapshotStore):
+    """The store of a job with a guarantee that named none (local masters only): a new
+    temporary directory, removed when the job completes or is cancelled and kept, its path
+    logged, when the job fails (`end_of_temporary_store`)."""
 
 
 def stream_vertex(dag: DAG) -> tuple[str, Any] | None:
@@ -84,7 +95,7 @@ def check_streaming_job(
                 "snapshot_store=DirectorySnapshotStore(directory) on storage that the driver "
                 "and every executor reach (a shared or network file system)"
             )
-        store = DirectorySnapshotStore(tempfile.mkdtemp(prefix="jetspark-snapshots-"))
+        store = TemporarySnapshotStore(tempfile.mkdtemp(prefix="jetspark-snapshots-"))
     if not isinstance(store, DirectorySnapshotStore):
         raise TypeError(
             f"SparkEngine keeps snapshots in files its tasks write, so snapshot_store must be a "
@@ -103,3 +114,29 @@ def _check_writable(directory: str) -> None:
         ) from error
     os.close(handle)
     os.remove(probe)
+
+
+def end_of_temporary_store(
+    job_name: str, store: TemporarySnapshotStore, error: BaseException | None, restarting: bool
+) -> None:
+    """Removes the job's temporary store when the job completed or was cancelled (unless it is
+    cancelled to be restarted, which restores from it); after a failure keeps it and logs where
+    it is, so that the job can be continued from its last snapshot."""
+    if error is None or (isinstance(error, JobCancelledError) and not restarting):
+        shutil.rmtree(store.directory, ignore_errors=True)
+    elif not restarting:
+        _log.warning(
+            "%s failed; its snapshots are kept in %s: continue it with "
+            "restore_from=DirectorySnapshotStore(%r).latest(), or delete the directory",
+            job_name,
+            store.directory,
+            store.directory,
+        )
+
+
+def store_for_restart(store: DirectorySnapshotStore | None) -> DirectorySnapshotStore | None:
+    """The store a restarted job takes: the job's own, unless it was a temporary store that is
+    gone (its job completed or was cancelled), in which case the restart makes a new one."""
+    if isinstance(store, TemporarySnapshotStore) and not os.path.isdir(store.directory):
+        return None
+    return store

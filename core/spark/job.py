@@ -55,6 +55,9 @@ class SparkJob(Job):
         """A staged job's RDDs once translated (`stages.translate.Translation`)."""
         self.modules_used: dict[str, set[str]] = {}
         """Module -> the vertices and edges whose code needs it on the executors."""
+        self.restarting = False
+        """True once `restart()` was called: the cancel it makes keeps what the restart needs."""
+        self._end_hooks: list[Callable[[BaseException | None], None]] = []
 
     @property
     def metrics(self) -> JobMetrics:
@@ -94,6 +97,21 @@ class SparkJob(Job):
             self.context.cancelJobGroup(self.group)
             if self._ended.wait(_CANCEL_RETRY_SECONDS):
                 return
+
+    def on_end(self, hook: Callable[[BaseException | None], None]) -> None:
+        """Engine side: `hook(error)` runs when the job ends, before `join()` returns."""
+        self._end_hooks.append(hook)
+
+    def mark_ended(self, error: BaseException | None) -> None:
+        """Runs the `on_end` hooks, then ends the job (see Job.mark_ended)."""
+        for hook in self._end_hooks:
+            hook(error)
+        super().mark_ended(error)
+
+    def restart(self) -> Job:
+        """As Job.restart; the job's temporary snapshot store outlives the cancel it makes."""
+        self.restarting = True
+        return super().restart()
 
     def rdd(self, name: str) -> RDD:
         """The items the job's `write_rdd_p(name)` sink received, as an RDD (nothing collected).

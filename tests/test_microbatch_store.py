@@ -1,0 +1,89 @@
+"""The snapshot store SparkEngine makes for a job with a guarantee that names none: a temporary
+directory, gone once the job completed or was cancelled, kept (and its path logged) when the
+job failed, so that it can be continued; `job.restart()` restores from it."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import fault_tolerance_jobs as jobs
+import pytest
+
+from jetspark.core import (
+    DirectorySnapshotStore,
+    ExecutionMode,
+    JobCancelledError,
+    JobConfig,
+    JobFailedError,
+    ProcessingGuarantee,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+
+def config(mode: ExecutionMode = ExecutionMode.MICRO_BATCH) -> JobConfig:
+    return JobConfig(
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=3,
+        execution_mode=mode,
+    )
+
+
+@pytest.fixture
+def engine(spark_engine: Any) -> Any:
+    from jetspark.core.spark import SparkEngine
+
+    engine = SparkEngine(spark_engine.context, members=2, batch_items=100)
+    engine.get_list("words").extend(jobs.words(600))
+    return engine
+
+
+def _identity(item: Any) -> Any:
+    return item
+
+
+def _fail_on_w3(item: Any) -> Any:
+    if item == "w3":
+        raise jobs.InjectedFault("w3 is not welcome")
+    return item
+
+
+@pytest.mark.parametrize("mode", [ExecutionMode.MICRO_BATCH, ExecutionMode.CONTINUOUS])
+def test_the_store_of_a_completed_job_is_removed(engine: Any, mode: ExecutionMode) -> None:
+    job = engine.new_job(jobs.counting_dag(_identity), config(mode))
+    directory = job.snapshot_store.directory
+    job.join(120)
+    assert engine.get_map("counts") == jobs.expected_counts(engine.get_list("words"))
+    assert not os.path.exists(directory)
+
+
+def test_the_store_of_a_cancelled_job_is_removed(engine: Any) -> None:
+    job = engine.new_job(jobs.counting_dag(jobs.KillAt(10**9)), config())
+    directory = job.snapshot_store.directory
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(120)
+    assert not os.path.exists(directory)
+
+
+def test_the_store_of_a_failed_job_is_kept_and_named_in_the_log(
+    engine: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    job = engine.new_job(jobs.counting_dag(_fail_on_w3), config())
+    directory = job.snapshot_store.directory
+    with (
+        caplog.at_level(logging.WARNING, logger="jetspark.spark"),
+        pytest.raises(JobFailedError, match="vertex 'fault'"),
+    ):
+        job.join(120)
+    assert os.path.isdir(directory)
+    assert any(directory in record.getMessage() for record in caplog.records)
+    DirectorySnapshotStore(directory).latest()  # a store the user can continue from
+    restarted = job.restart()  # the same store, restored from its latest snapshot
+    assert restarted.snapshot_store.directory == directory
+    restarted.cancel()
+    with pytest.raises(JobCancelledError):
+        restarted.join(120)
+    assert not os.path.exists(directory)
