@@ -86,10 +86,22 @@ def get(view: JobView, path: str) -> tuple[int, str]:
         return error.code, error.read().decode()
 
 
+def view_id(view: JobView, job: Job) -> int:
+    """The view's number for `job`, as its list of jobs gives it."""
+    [number] = [j["id"] for j in json.loads(get(view, "/api/jobs")[1]) if j["job_id"] == job.id]
+    return number
+
+
 def model(view: JobView, job: Job) -> dict[str, Any]:
-    status, body = get(view, f"/api/jobs/{job.id}")
+    status, body = get(view, f"/api/jobs/{view_id(view, job)}")
     assert status == 200, body
     return json.loads(body)
+
+
+def labels_of(view: JobView, job: Job, **more: str) -> frozenset:
+    """The labels of `job`'s series in /metrics, and `more`."""
+    labels = {"job_id": str(job.id), "job_name": job.name, "view_id": str(view_id(view, job))}
+    return frozenset({**labels, **more}.items())
 
 
 def samples(view: JobView) -> dict[tuple[str, frozenset], float]:
@@ -148,8 +160,9 @@ def run_bounded(view: JobView, members: int = 2) -> tuple[LocalEngine, Job]:
 def test_the_model_of_a_completed_job_holds_its_exact_counts(view):
     engine, job = run_bounded(view)
     jobs = json.loads(get(view, "/api/jobs")[1])
-    assert jobs == [{"id": job.id, "name": "doubling", "status": "completed"}]
+    assert jobs == [{"id": 1, "job_id": job.id, "name": "doubling", "status": "completed"}]
     shown = model(view, job)
+    assert (shown["id"], shown["job_id"]) == (1, job.id)
     assert (shown["name"], shown["status"], shown["execution_mode"]) == (
         "doubling",
         "completed",
@@ -208,10 +221,7 @@ def test_rates_and_watermark_lag_of_a_running_job_follow_the_view_clock():
         edges = by_name(second["edges"])
         assert edges["insert-watermarks:0 -> sink:0"]["received_per_second"] == 15.0
         lag = samples(view)[
-            (
-                "jetspark_vertex_watermark_lag_seconds",
-                frozenset({"job_id": str(job.id), "job_name": job.name, "vertex": "sink"}.items()),
-            )
+            ("jetspark_vertex_watermark_lag_seconds", labels_of(view, job, vertex="sink"))
         ]
         assert lag == pytest.approx((1_002_000 - 990_039) / 1000)
         job.cancel()
@@ -245,18 +255,11 @@ def test_snapshots_reach_the_model_and_metrics_with_each_vertex_state():
             assert vertex["state_bytes"] == sum(map(len, saved)), name
         assert sum(v["state_bytes"] for v in vertices.values()) == report.bytes
         metrics = samples(view)
-        job_labels = {"job_id": str(job.id), "job_name": job.name}
-        assert metrics[("jetspark_job_last_snapshot_id", frozenset(job_labels.items()))] == (
-            report.snapshot_id
-        )
-        assert metrics[("jetspark_job_last_snapshot_bytes", frozenset(job_labels.items()))] == (
-            report.bytes
-        )
+        labels = labels_of(view, job)
+        assert metrics[("jetspark_job_last_snapshot_id", labels)] == report.snapshot_id
+        assert metrics[("jetspark_job_last_snapshot_bytes", labels)] == report.bytes
         state = metrics[
-            (
-                "jetspark_vertex_state_bytes",
-                frozenset({**job_labels, "vertex": "insert-watermarks"}.items()),
-            )
+            ("jetspark_vertex_state_bytes", labels_of(view, job, vertex="insert-watermarks"))
         ]
         assert state == vertices["insert-watermarks"]["state_bytes"]
         job.cancel()
@@ -278,13 +281,11 @@ def test_rates_compare_with_the_newest_sample_at_least_half_a_second_older():
 def test_metrics_expose_the_counts_of_a_job_in_prometheus_text_format(view):
     _, job = run_bounded(view)
     metrics = samples(view)
-    job_labels = {"job_id": str(job.id), "job_name": "doubling"}
 
     def value(name: str, **labels: str) -> float:
-        return metrics[(name, frozenset({**job_labels, **labels}.items()))]
+        return metrics[(name, labels_of(view, job, **labels))]
 
-    info = {**job_labels, "status": "completed", "execution_mode": "local"}
-    assert metrics[("jetspark_job_info", frozenset(info.items()))] == 1.0
+    assert value("jetspark_job_info", status="completed", execution_mode="local") == 1.0
     assert value("jetspark_job_restarts_total") == 0
     for vertex, received, emitted in [("source", 0, 100), ("double", 100, 100), ("sink", 100, 0)]:
         assert value("jetspark_vertex_received_items_total", vertex=vertex) == received
@@ -313,7 +314,7 @@ def test_metrics_leave_out_a_job_whose_metrics_cannot_be_read_and_the_page_names
     view.watch(broken, bounded_dag())
     with caplog.at_level(logging.ERROR, logger="jetspark.view"):
         metrics = samples(view)
-        status, body = get(view, f"/api/jobs/{broken.id}")
+        status, body = get(view, f"/api/jobs/{view_id(view, broken)}")
     assert {dict(labels).get("job_name") for _, labels in metrics} == {"doubling"}
     assert status == 500
     assert json.loads(body)["error"] == (
@@ -391,9 +392,30 @@ def test_a_view_keeps_every_running_job_and_forgets_the_oldest_ended_ones(view):
     for job in ended:
         job.join()
     newest = engine.new_job(bounded_dag())
-    ids = [j["id"] for j in json.loads(get(view, "/api/jobs")[1])]
+    ids = [j["job_id"] for j in json.loads(get(view, "/api/jobs")[1])]
     assert ids == [running.id] + [j.id for j in ended[-(WATCHED_JOBS - 2) :]] + [newest.id]
     running.cancel()
+
+
+def test_jobs_of_two_engines_with_one_id_and_name_are_told_apart_and_watched_once(view):
+    first = LocalEngine(job_view=view)
+    first.get_list("numbers").extend(range(100))
+    job = first.new_job(bounded_dag())
+    job.join()
+    view.watch(job, bounded_dag())  # the engine watches it already
+    twin = Job(job.id, job.name)  # another engine's job: its ids count from 1 too
+    view.watch(twin, bounded_dag())
+    jobs = json.loads(get(view, "/api/jobs")[1])
+    assert [(j["id"], j["job_id"], j["name"]) for j in jobs] == [
+        (1, job.id, job.name),
+        (2, job.id, job.name),
+    ]
+    sinks = {
+        dict(labels)["view_id"]: value
+        for (name, labels), value in samples(view).items()
+        if name == "jetspark_vertex_received_items_total" and dict(labels)["vertex"] == "sink"
+    }
+    assert sinks == {"1": 100, "2": 0}
 
 
 # ---------------------------------------------------------------------- the picture
@@ -457,7 +479,7 @@ def test_graphviz_draws_the_dag_with_a_titled_group_per_vertex():
 
 def test_the_view_serves_the_picture_of_each_watched_job(view):
     _, job = run_bounded(view)
-    status, svg = get(view, f"/api/jobs/{job.id}/dag.svg")
+    status, svg = get(view, f"/api/jobs/{view_id(view, job)}/dag.svg")
     assert status == 200
     assert {"source", "double", "sink"} <= {
         g.find(f"{SVG}title").text

@@ -112,9 +112,11 @@ class Rates:
 
 class JobSampler:
     """The live view's model of one watched job: `model()` reads the job's metrics and returns
-    them as plain JSON data, with rates over the time since an earlier call."""
+    them as plain JSON data, with rates over the time since an earlier call. `view_id` is the
+    view's number for the job (jobs of two engines may share an id)."""
 
-    def __init__(self, job: Job, dag: DAG, clock: Clock = time.time) -> None:
+    def __init__(self, view_id: int, job: Job, dag: DAG, clock: Clock = time.time) -> None:
+        self.view_id = view_id
         self.job = job
         self.dag = dag
         self._clock = clock
@@ -134,7 +136,8 @@ class JobSampler:
         with self._lock:
             rates = self._rates.sample(now, counts)
         return {
-            "id": job.id,
+            "id": self.view_id,
+            "job_id": job.id,
             "name": job.name,
             "status": job.status.value,
             "execution_mode": metrics.execution_mode,

@@ -1,8 +1,9 @@
 """The live view's figures in Prometheus' text format (`/metrics`), through prometheus-client.
 
 Counters are totals since the job started (items/s is PromQL's `rate()` of them); gauges are
-the values at the scrape. Every series has the labels `job_id` and `job_name`; vertex series
-add `vertex`, edge series `edge`, `source` and `dest`.
+the values at the scrape. Every series has the labels `job_id`, `job_name` and `view_id` (the
+view's number for the job: jobs of two engines may share an id and a name); vertex series add
+`vertex`, edge series `edge`, `source` and `dest`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from jetspark.edges.edge import Edge
 
 _log = logging.getLogger("jetspark.view")
 
-JOB_LABELS = ("job_id", "job_name")
+JOB_LABELS = ("job_id", "job_name", "view_id")
 VERTEX_LABELS = (*JOB_LABELS, "vertex")
 EDGE_LABELS = (*JOB_LABELS, "edge", "source", "dest")
 
@@ -42,7 +43,7 @@ EDGE_LABELS = (*JOB_LABELS, "edge", "source", "dest")
 class _Reading:
     """One job's metrics at a scrape."""
 
-    labels: tuple[str, str]
+    labels: tuple[str, str, str]
     status: str
     metrics: JobMetrics
     vertices: list[VertexFigures]
@@ -153,7 +154,7 @@ class JobsCollector(Collector):
             _log.exception("the job view could not read the metrics of job '%s'", job.name)
             return None
         return _Reading(
-            (str(job.id), job.name),
+            (str(job.id), job.name, str(sampler.view_id)),
             job.status.value,
             metrics,
             vertex_figures(sampler.dag, metrics),

@@ -7,6 +7,7 @@ Routes: `/` the page (it polls the JSON below every second), `/api/jobs` the wat
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -52,7 +53,9 @@ class JobView:
         self._dot = dot
         self._lock = threading.Lock()
         self._samplers: dict[int, JobSampler] = {}
+        """The view's number for a job -> its sampler."""
         self._pictures: dict[int, str] = {}
+        self._numbers = itertools.count(1)
         self._thread = threading.Thread(
             target=server.serve_forever,
             args=(SHUTDOWN_POLL_SECONDS,),
@@ -87,7 +90,8 @@ class JobView:
         return f"http://{host}:{port}/"
 
     def watch(self, job: Job, dag: DAG) -> None:
-        """Shows `job`, which runs `dag`, from now on (until WATCHED_JOBS newer ones ended)."""
+        """Shows `job`, which runs `dag`, from now on (until WATCHED_JOBS newer ones ended);
+        a job watched already stays as it is."""
         if not isinstance(job, Job):
             raise TypeError(f"JobView.watch() takes a Job, got {type(job).__name__} {job!r:.60}")
         if not isinstance(dag, DAG):
@@ -96,11 +100,14 @@ class JobView:
                 f"got {type(dag).__name__} {dag!r:.60}"
             )
         with self._lock:
-            self._samplers[job.id] = JobSampler(job, dag, self._clock)
+            if any(s.job is job for s in self._samplers.values()):
+                return
+            view_id = next(self._numbers)
+            self._samplers[view_id] = JobSampler(view_id, job, dag, self._clock)
             ended = [i for i, s in self._samplers.items() if s.job.status.is_terminal]
-            for job_id in ended[: max(0, len(self._samplers) - WATCHED_JOBS)]:
-                del self._samplers[job_id]
-                self._pictures.pop(job_id, None)
+            for forgotten in ended[: max(0, len(self._samplers) - WATCHED_JOBS)]:
+                del self._samplers[forgotten]
+                self._pictures.pop(forgotten, None)
 
     def close(self) -> None:
         """Stops serving and closes the socket; the jobs go on."""
@@ -125,7 +132,12 @@ class JobView:
             return 200, CONTENT_TYPE_LATEST, exposition(self._watched(), self._clock)
         if path == "/api/jobs":
             jobs = [
-                {"id": s.job.id, "name": s.job.name, "status": s.job.status.value}
+                {
+                    "id": s.view_id,
+                    "job_id": s.job.id,
+                    "name": s.job.name,
+                    "status": s.job.status.value,
+                }
                 for s in self._watched()
             ]
             return _json(200, jobs)
@@ -153,13 +165,12 @@ class JobView:
             return _json(500, {"error": message})
 
     def _picture(self, sampler: JobSampler) -> str:
-        job_id = sampler.job.id
         with self._lock:
-            svg = self._pictures.get(job_id)
+            svg = self._pictures.get(sampler.view_id)
         if svg is None:
             svg = dag_svg(sampler.dag, self._dot)
             with self._lock:
-                self._pictures[job_id] = svg
+                self._pictures[sampler.view_id] = svg
         return svg
 
 
