@@ -141,6 +141,16 @@ def test_micro_batch_needs_a_guarantee(engine: Any) -> None:
         engine.new_job(_copy_dag(), JobConfig(execution_mode=ExecutionMode.MICRO_BATCH))
 
 
+def test_explain_shows_the_continuous_plan(engine: Any) -> None:
+    text = engine.explain(_copy_dag(), continuous())
+    assert text.splitlines()[0] == (
+        "DAG 'copy' on Spark, CONTINUOUS: 2 members, one barrier stage of 2 long-running tasks "
+        "(needs 2 task slots; local[2] has 2)"
+    )
+    assert "    stream      source:0 -> sink:0  unicast: TCP streams between members" in text
+    assert "snapshots: every 20 ms, barriers in-band (aligned, EXACTLY_ONCE)" in text
+
+
 # ----------------------------------------------------------------------- failures
 
 

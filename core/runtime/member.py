@@ -29,9 +29,10 @@ class Backoff:
     def __init__(self) -> None:
         self._delay = MIN_BACKOFF_SECONDS
 
-    def idle(self) -> None:
-        """Sleeps the current delay and doubles it (up to the cap)."""
-        time.sleep(self._delay)
+    def idle(self, wait: Callable[[float], object] = time.sleep) -> None:
+        """Waits the current delay (`wait(seconds)`, which may return early when input
+        arrives) and doubles it (up to the cap)."""
+        wait(self._delay)
         self._delay = min(self._delay * 2, MAX_BACKOFF_SECONDS)
 
     def reset(self) -> None:
@@ -105,9 +106,10 @@ class MemberRuntime:
         for _ in self.drive():
             pass
 
-    def drive(self) -> Iterator[None]:
+    def drive(self, wait: Callable[[float], object] = time.sleep) -> Iterator[None]:
         """Drives the tasklets to the end, yielding after every round (a Spark task hands its
-        records on there), sleeping briefly when nothing moves.
+        records on there), waiting briefly when nothing moves: `wait(seconds)` sleeps, or
+        returns as soon as input arrives (a continuous member waits on its sockets).
 
         When nothing has moved for `priority.STALL_SECONDS` while a processor waits for an
         inbound edge of its current priority behind another edge's full queue (the priority
@@ -130,7 +132,7 @@ class MemberRuntime:
                 trap = priority_stall(self.tasklets, self._edges)
                 if trap is not None:
                     rounds.throw(trap)
-            backoff.idle()
+            backoff.idle(wait)
 
     def run_iter(self) -> Iterator[bool]:
         """Starts the tasklets, then yields after each round whether it made progress.

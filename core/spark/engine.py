@@ -15,6 +15,7 @@ from jetspark.core.errors import JobFailedError
 from jetspark.core.job import Job, checked_submission, warn_at_submission
 from jetspark.core.runtime.plan import plan_job
 from jetspark.core.snapshot_store import Snapshot, SnapshotStore
+from jetspark.core.spark.continuous.explain import explain_continuous
 from jetspark.core.spark.continuous.run import run_continuous_job
 from jetspark.core.spark.guarantees import (
     TemporarySnapshotStore,
@@ -24,7 +25,7 @@ from jetspark.core.spark.guarantees import (
 )
 from jetspark.core.spark.job import SparkJob
 from jetspark.core.spark.microbatch.run import run_micro_batch_job
-from jetspark.core.spark.modes import Mode, choose_mode
+from jetspark.core.spark.modes import Mode, choose_mode, task_slots
 from jetspark.core.spark.session import spark_context_of
 from jetspark.core.spark.shipping import ship_package
 from jetspark.core.spark.stages.explain import explain_plan
@@ -92,14 +93,21 @@ class SparkEngine:
         return self.stores.get_map(name)
 
     def explain(self, dag: DAG, config: JobConfig | None = None) -> str:
-        """The plan Spark would run for `dag`: stages, shuffles, members, parallelism."""
+        """The plan Spark would run for `dag` in the mode `config` chooses: stages and
+        shuffles, or the continuous plan (members, task slots, edges as streams)."""
         dag, config = checked_submission(dag, config)
+        mode = choose_mode(self.context, dag, config, self.members)
         plan = plan_job(dag, config, self.members, self.default_local_parallelism)
-        stages = plan_stages(dag)
         parallelism = {name: v.local_parallelism for name, v in plan.vertices.items()}
-        persisted = persisted_stages(dag, stages)
         plan.close(None)
-        return explain_plan(dag, stages, self.members, parallelism, persisted.__contains__)
+        if mode is Mode.CONTINUOUS:
+            slots = task_slots(self.context)
+            master = self.context.master
+            return explain_continuous(dag, config, self.members, slots, master, parallelism)
+        stages = plan_stages(dag)
+        persisted = persisted_stages(dag, stages)
+        text = explain_plan(dag, stages, self.members, parallelism, persisted.__contains__)
+        return text if mode is Mode.STAGES else f"{text}\n\nrun as micro-batches, one per snapshot"
 
     def new_job(
         self,

@@ -75,7 +75,8 @@ def run_continuous_job(
             )
             members = context.parallelize(range(plan.member_count), plan.member_count)
             try:
-                members.barrier().mapPartitions(task).setName(f"{name} (continuous)").collect()
+                stage = f"{name}: {' + '.join(plan.vertices)} (continuous)"
+                members.barrier().mapPartitions(task).setName(stage).collect()
             except BaseException as failure:
                 if job.cancel_event.is_set():
                     raise

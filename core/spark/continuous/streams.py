@@ -23,10 +23,12 @@ from __future__ import annotations
 import errno
 import logging
 import pickle
+import selectors
 import socket
 import struct
+import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jetspark.core.runtime.exchange import Link
@@ -60,10 +62,10 @@ def link_key(link: Link) -> LinkKey:
 class StreamChannel:
     """The sending end of one link: a `Channel` whose room is the link's unacknowledged window."""
 
-    __slots__ = ("_buffer", "_key", "_out", "acked", "bytes", "done", "entries", "sent", "window")
+    __slots__ = ("_buffer", "_out", "acked", "bytes", "done", "entries", "key", "sent", "window")
 
     def __init__(self, link: Link, out: bytearray) -> None:
-        self._key = link_key(link)
+        self.key = link_key(link)
         self._out = out
         self._buffer: list[Any] = []
         self.window = WINDOW_QUEUES * link.edge.queue_size
@@ -107,7 +109,7 @@ class StreamChannel:
         return self.done and self.acked == self.sent and not self._buffer
 
     def _frame(self, kind: int, count: int, body: bytes) -> None:
-        edge, upstream, downstream = self._key
+        edge, upstream, downstream = self.key
         self._out += _HEADER.pack(len(body), kind, edge, upstream, downstream, count)
         self._out += body
         self.entries += count
@@ -135,9 +137,16 @@ class PeerStream:
     logger = logging.getLogger("jetspark.spark")
     callback = "streaming to another member"
 
-    def __init__(self, member: int, peer: int, connection: socket.socket) -> None:
+    def __init__(
+        self,
+        member: int,
+        peer: int,
+        connection: socket.socket,
+        on_done: Callable[[socket.socket], None] = lambda connection: None,
+    ) -> None:
         self.name = f"stream member {member} <-> member {peer}"
         self.peer = peer
+        self._on_done = on_done
         self._socket = connection
         self._out = bytearray()
         self._in = bytearray()
@@ -187,6 +196,7 @@ class PeerStream:
         if self._out and self._send():
             progress = MADE_PROGRESS
         if self._finished():
+            self._on_done(self._socket)  # nothing more comes: stop waiting on it
             return DONE
         return progress
 
@@ -314,8 +324,14 @@ class StreamExchange:
 
     def __init__(self, member: int, connections: Mapping[int, socket.socket]) -> None:
         self.member = member
+        self._selector: selectors.BaseSelector | None = None
+        if connections:
+            self._selector = selectors.DefaultSelector()
+            for connection in connections.values():
+                self._selector.register(connection, selectors.EVENT_READ)
         self.peers = {
-            peer: PeerStream(member, peer, connection) for peer, connection in connections.items()
+            peer: PeerStream(member, peer, connection, self._unwatch)
+            for peer, connection in connections.items()
         }
 
     def sender(self, link: Link, queue: Queue | None) -> StreamChannel:
@@ -335,13 +351,26 @@ class StreamExchange:
         totals: dict[int, list[int]] = {}
         for peer in self.peers.values():
             for channel in peer.channels:
-                edge = channel._key[0]
+                edge = channel.key[0]
                 total = totals.setdefault(edge, [0, 0])
                 total[0] += channel.entries
                 total[1] += channel.bytes
         return {edge: (entries, size) for edge, (entries, size) in totals.items()}
 
+    def _unwatch(self, connection: socket.socket) -> None:
+        if self._selector is not None and connection in self._selector.get_map():
+            self._selector.unregister(connection)
+
+    def wait_for_input(self, seconds: float) -> None:
+        """Waits up to `seconds`, returning as soon as another member sends something."""
+        if self._selector is None or not self._selector.get_map():
+            time.sleep(seconds)
+        else:
+            self._selector.select(seconds)
+
     def close(self) -> None:
         """Closes every connection."""
+        if self._selector is not None:
+            self._selector.close()
         for peer in self.peers.values():
             peer.close_connection()

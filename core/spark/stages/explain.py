@@ -22,7 +22,8 @@ def describe_routing(edge: Edge) -> str:
     return edge.routing_policy.value.replace("_", "-")
 
 
-def _edge_text(edge: Edge) -> str:
+def edge_text(edge: Edge) -> str:
+    """`source:ordinal -> dest:ordinal`, its routing and priority."""
     text = f"{edge.source_name}:{edge.source_ordinal} -> {edge.dest_name}:{edge.dest_ordinal}"
     text += f"  {describe_routing(edge)}"
     if edge.get_priority():
@@ -50,11 +51,11 @@ def explain_plan(
         for edge in dag.edges():
             inside = plan.stage_of[edge.source_name] == plan.stage_of[edge.dest_name]  # type: ignore[index]
             if inside and edge.source_name in stage.vertices:
-                lines.append(f"  local edge  {_edge_text(edge)}")
+                lines.append(f"  local edge  {edge_text(edge)}")
         for edge in stage.inbound:
             kind = "member-preserving exchange" if is_exchange(edge) else "shuffle"
             source_stage = plan.stage_of[edge.source_name]
-            lines.append(f"  in  {kind} from stage {source_stage}: {_edge_text(edge)}")
+            lines.append(f"  in  {kind} from stage {source_stage}: {edge_text(edge)}")
         consumers = plan.consumers(stage)
         if consumers:
             readers = ", ".join(str(c.index) for c in consumers)
