@@ -84,7 +84,7 @@ def run_until_read(job: Job, total: int) -> Snapshot:
     and returns the last committed snapshot (the pytest timeout bounds the wait)."""
     store = job.snapshot_store
     assert store is not None
-    while (latest := store.latest()) is None or items_read(latest) < total:
+    while _items_read_now(store) < total:
         assert not job.status.is_terminal, job.join(0)
         time.sleep(0.01)
     job.cancel()
@@ -93,6 +93,18 @@ def run_until_read(job: Job, total: int) -> Snapshot:
     final = store.latest()
     assert final is not None and items_read(final) == total
     return final
+
+
+def _items_read_now(store: Any) -> int:
+    """`items_read` of the store's latest snapshot (0 before the first). A directory store's
+    snapshot is read lazily: when the job commits a newer one and removes it meanwhile, the
+    newer one is read instead."""
+    while (latest := store.latest()) is not None:
+        try:
+            return items_read(latest)
+        except FileNotFoundError:
+            continue
+    return 0
 
 
 def guaranteed(**settings: Any) -> JobConfig:
