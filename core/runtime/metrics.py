@@ -67,6 +67,8 @@ class SnapshotReport:
 
 RECENT_SNAPSHOTS = 100
 """How many SnapshotReports a job's metrics keep (the newest)."""
+RECENT_BATCHES = 100
+"""How many micro-batch reports a job's metrics keep (the newest)."""
 
 
 @dataclass
@@ -76,7 +78,10 @@ class JobMetrics:
     processors: list[ProcessorMetrics] = field(default_factory=list)
     edges: list[EdgeMetrics] = field(default_factory=list)
     batches: list[Any] = field(default_factory=list)
-    """SparkEngine micro-batch jobs: one `BatchReport` per recent micro-batch."""
+    """SparkEngine micro-batch jobs: a `BatchReport` per recent micro-batch (at most
+    RECENT_BATCHES, the newest), oldest first."""
+    batch_count: int = 0
+    """SparkEngine micro-batch jobs: how many micro-batches committed in all."""
     snapshots: list[SnapshotReport] = field(default_factory=list)
     """The newest committed snapshots (at most RECENT_SNAPSHOTS), oldest first."""
     restarts: int = 0

@@ -15,7 +15,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from jetspark.core.job import Job
-from jetspark.core.spark.job_group import group_stages
+from jetspark.core.spark.job_group import GroupJobs
 
 POLL_SECONDS = 0.5
 _BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} tasks [{elapsed}]"
@@ -36,8 +36,7 @@ class StageProgress:
         bars: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._tracker = context.statusTracker()
-        self._group = group
+        self._jobs = GroupJobs(context, group)
         self._stream = stream if stream is not None else sys.stderr
         self._bars_on = self._stream.isatty() if bars is None else bars
         self._clock = clock
@@ -50,7 +49,11 @@ class StageProgress:
 
     def poll(self) -> None:
         """Reads the status tracker once and updates what is shown."""
-        for stage in self._stages():
+        stages = self._jobs.stages()
+        self._finished &= {stage.stageId for stage in stages}  # the others are never shown again
+        for stage in stages:
+            if stage.stageId in self._finished:
+                continue
             done = stage.numCompletedTasks >= stage.numTasks
             if not done and not stage.numActiveTasks and not stage.numCompletedTasks:
                 continue  # not running yet (or skipped: its output was already there)
@@ -67,6 +70,7 @@ class StageProgress:
                 )
             if done:
                 self._finished.add(stage.stageId)
+                self._started.pop(stage.stageId)
                 self._last_finish = max(self._last_finish, self._clock())
 
     def close(self) -> None:
@@ -75,9 +79,6 @@ class StageProgress:
         for bar in self._bars.values():
             bar.close()
         self._bars.clear()
-
-    def _stages(self) -> list[Any]:
-        return group_stages(self._tracker, self._group, skip=self._finished)
 
     def _draw(self, stage: Any, done: bool) -> None:
         bar = self._bars.get(stage.stageId)

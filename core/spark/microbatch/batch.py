@@ -102,7 +102,14 @@ class BatchCoordinator(TaskSnapshot):
         self._vertices = vertices
         self._task = f"stage{stage}-member{member}"
         self._input_record = f"{self._task}-run{spec.run}"
-        if any(not plan.vertices[name].inbound for name in vertices):
+        self._sources = {
+            (name, member * plan.vertices[name].local_parallelism + local)
+            for name in vertices
+            if not plan.vertices[name].inbound
+            for local in range(plan.vertices[name].local_parallelism)
+        }
+        """The task's source processors: the batch's input is what they emitted."""
+        if self._sources:
             recorded = spec.store.recorded_batch_input(spec.snapshot_id, self._input_record)
             if recorded is not None:
                 self.replayed_input = recorded
@@ -144,7 +151,18 @@ class BatchCoordinator(TaskSnapshot):
         name = f"{self._task}-attempt{attempt}"
         tag = spec.store.write_part(spec.snapshot_id, name, states)
         yield result_record(self._member, stage, SNAPSHOT, name, (tag, held_by(states)))
-        state_bytes = sum(len(s.data) for s in states.values())
+        vertex_bytes: dict[str, int] = {}
+        for (vertex, _), state in states.items():
+            vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + len(state.data)
         exhausted = any(o.spent >= spec.item_budget for o in budgeted.values())
-        spent = sum(o.spent for o in budgeted.values())
-        yield result_record(self._member, stage, BATCH, "", (spent, exhausted, state_bytes))
+        sources = [self._tasklets[key] for key in self._sources if key in self._tasklets]
+        spent = sum(_items_emitted(t.outbox) for t in sources)
+        yield result_record(self._member, stage, BATCH, "", (spent, exhausted, vertex_bytes))
+
+
+def _items_emitted(outbox: Any) -> int:
+    """The items a source processor emitted in the batch: a budgeted source's spent budget,
+    else what its outbox handed on (a Spark stream's rows, read to the end of its batch)."""
+    if isinstance(outbox, BudgetedOutbox):
+        return outbox.spent
+    return max(outbox.emitted_count, default=0)

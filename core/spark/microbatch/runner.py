@@ -21,15 +21,22 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
-from jetspark.core.runtime.metrics import JobMetrics
+from jetspark.core.runtime.metrics import (
+    RECENT_BATCHES,
+    RECENT_SNAPSHOTS,
+    JobMetrics,
+    SnapshotReport,
+)
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.job import EngineFacts, SparkJob
+from jetspark.core.spark.job_group import GroupJobs
 from jetspark.core.spark.metrics import accumulate_metrics
 from jetspark.core.spark.microbatch.batch import BatchSpec
 from jetspark.core.spark.shipped_stores import shipped_contents
@@ -41,6 +48,8 @@ from jetspark.core.spark.task_restore import held_in, restore_spec
 
 _log = logging.getLogger("jetspark.spark")
 
+MICRO_BATCH = "micro_batch"
+"""The execution mode micro-batch jobs report in their metrics."""
 INITIAL_ITEM_BUDGET = 20_000
 """Items per source processor in a job's first batch; later batches adapt it."""
 _MAX_GROWTH = 4.0
@@ -99,7 +108,12 @@ class MicroBatchRunner:
         self._fixed_budget = engine.batch_items is not None
         self._budget = engine.batch_items or INITIAL_ITEM_BUDGET
         self._read_to_the_end = prioritized_sources(dag)
-        self.metrics = JobMetrics()
+        self.metrics = JobMetrics(execution_mode=MICRO_BATCH)
+        """The counters summed over every batch so far, with the newest reports."""
+        self._batch_reports: deque[BatchReport] = deque(maxlen=RECENT_BATCHES)
+        self._snapshot_reports: deque[SnapshotReport] = deque(maxlen=RECENT_SNAPSHOTS)
+        self._batch_count = 0
+        self._spark_jobs = GroupJobs(engine.context, job.group)
         self.last: Snapshot | None = None
         """The last committed snapshot (or the one the job restores)."""
 
@@ -132,12 +146,23 @@ class MicroBatchRunner:
         it; returns its report and whether every processor has completed. `rdd_sources`: the
         RDD each Spark-stream vertex reads in this batch."""
         started = time.monotonic()
-        report, self.last, finished = self._run_batch(
+        report, self.last, finished, vertex_bytes = self._run_batch(
             config, snapshot_id, self.last, started, rdd_sources
         )
         job = self.job
-        self.metrics.batches.append(report)
-        job.publish_metrics(self.metrics)
+        self._batch_reports.append(report)
+        self._snapshot_reports.append(
+            SnapshotReport(
+                report.snapshot_id,
+                committed_at=time.time(),
+                duration_seconds=report.duration_seconds,
+                bytes=report.state_bytes,
+                vertex_bytes=vertex_bytes,
+            )
+        )
+        self._batch_count += 1
+        self._publish_metrics()
+        self._spark_jobs.stages()  # notes the batch's Spark job as over, for later looks
         _log.info(
             "%s: batch %d committed: %d input items in %.2f s, state %d bytes%s",
             job.name,
@@ -149,6 +174,14 @@ class MicroBatchRunner:
         )
         return report, finished
 
+    def _publish_metrics(self) -> None:
+        metrics = self.metrics
+        metrics.batches = list(self._batch_reports)
+        metrics.snapshots = list(self._snapshot_reports)
+        metrics.batch_count = self._batch_count
+        metrics.execution_mode = MICRO_BATCH
+        self.job.publish_metrics(metrics)
+
     def _run_batch(
         self,
         config: Any,
@@ -156,7 +189,7 @@ class MicroBatchRunner:
         last: Snapshot | None,
         started: float,
         rdd_sources: dict[str, Any] | None,
-    ) -> tuple[BatchReport, Snapshot, bool]:
+    ) -> tuple[BatchReport, Snapshot, bool, dict[str, int]]:
         engine, job, dag = self._engine, self.job, self._dag
         plan: JobPlan | None = None
         error: BaseException | None = None
@@ -201,21 +234,21 @@ class MicroBatchRunner:
             if plan is not None:
                 plan.close(error)
         committed = self.store.committed(snapshot_id)
-        spent, behind, state_bytes = facts
-        report = BatchReport(
-            snapshot_id, spent, time.monotonic() - started, state_bytes, behind, self._budget
-        )
+        spent, behind, vertex_bytes = facts
+        duration = time.monotonic() - started
+        state_bytes = sum(vertex_bytes.values())
+        report = BatchReport(snapshot_id, spent, duration, state_bytes, behind, self._budget)
         finished = all(committed.completed_flags().values())
-        return report, committed, finished
+        return report, committed, finished, vertex_bytes
 
     @staticmethod
     def _batch_facts(
         results: list[Any],
-    ) -> tuple[dict[str, tuple[bytes, Held]], tuple[int, bool, int]]:
+    ) -> tuple[dict[str, tuple[bytes, Held]], tuple[int, bool, dict[str, int]]]:
         """The snapshot's parts (name -> tag and what it holds) and the batch facts (items
-        read, behind, state bytes) among the batch's results."""
+        read, behind, state bytes per vertex) among the batch's results."""
         parts: dict[str, tuple[bytes, Held]] = {}
-        spent, behind, state_bytes = 0, False, 0
+        spent, behind, vertex_bytes = 0, False, {}
         for _member, body in results:
             _, kind, name, payload, _stage = body
             if kind == SNAPSHOT:
@@ -224,8 +257,9 @@ class MicroBatchRunner:
             elif kind == BATCH:
                 spent += payload[0]
                 behind = behind or payload[1]
-                state_bytes += payload[2]
-        return parts, (spent, behind, state_bytes)
+                for vertex, size in payload[2].items():
+                    vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + size
+        return parts, (spent, behind, vertex_bytes)
 
     def _adapt(self, report: BatchReport, interval: float) -> None:
         """Scales the item budget so that a batch whose sources are behind takes about
