@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ROWS = {
     *("1a", "1b", "1c", "1d", "1e", "2", "2b", "2c", "2d", "2e", "2f", "3"),
     *("4a", "4b", "4c", "5a", "5b", "5c", "6a", "6b", "7a", "7b"),
-    *("13a", "13c", "13d"),
+    *("13a", "13c", "13d", "14a"),
 }
-OPTIONAL_ROWS = {"13b"}
+OPTIONAL_ROWS = {"13b", "14b", "14c"}
 """Rows whose baseline needs the `bench` extra (pandas, pyarrow)."""
 
 
