@@ -1,4 +1,4 @@
-"""A real Spark standalone cluster from the pip-installed pyspark (DESIGN.md): one master and two
+"""A real Spark standalone cluster from the pip-installed pyspark (docs/deploy.md): a master and two
 workers on 127.0.0.1, each worker with a different PYTHONHASHSEED, give LocalEngine's verdicts.
 
 The jobs run in a subprocess (python tests/spark_jobs.py --master spark://...): one SparkContext
@@ -91,7 +91,7 @@ def _wait_for_workers(web_ui_port: int, processes: dict[Path, subprocess.Popen[b
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The master URL of a running cluster: a master and two workers (1 core, 1 GB each) as in
-    DESIGN.md, each in its own process group, stopped by PID however the tests end.
+    docs/deploy.md, each in its own process group, stopped by PID however the tests end.
 
     PySpark hands the executors' Python workers the driver's PYTHONHASHSEED, so the workers'
     own seeds reach only their JVMs; the jobs' driver sets PYTHONHASHSEED=random so that each
