@@ -20,22 +20,21 @@ against numpy called directly. 14b and 14c need the `bench` extra (pandas, pyarr
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from bench.report import Goal, Row
 from bench.streaming_rows import _query_rate, _tuned_session
 from bench.timing import Samples, alternate
+from bench.wordcount import load_example
 from jetspark.core import (
     DAG,
     DirectorySnapshotStore,
@@ -61,8 +60,6 @@ from jetspark.processors import (
 )
 from jetspark.processors.snapshots import ProcessorState
 
-_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "digits_inference.py"
-_EXAMPLE_MODULE = "jetspark_example_digits_inference"
 MAX_BATCH_SIZE = 256
 CHECKED = 2_000
 """Digits whose predictions every system must get right (equal to numpy's) before timing."""
@@ -74,15 +71,9 @@ SNAPSHOT_INTERVAL_MILLIS = 1_000
 """jetspark's snapshot interval (the batch length if it runs as micro-batches)."""
 
 
-@cache
 def example() -> ModuleType:
-    """examples/digits_inference.py, loaded once (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(_EXAMPLE_MODULE, _EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_EXAMPLE_MODULE] = module
-    spec.loader.exec_module(module)
-    return module
+    """examples/digits_inference.py, loaded once."""
+    return load_example("digits_inference")
 
 
 class DigitEvents:
@@ -115,22 +106,18 @@ class Workload:
 # ------------------------------------------------------------------ 14a: LocalEngine
 
 
-def _predict_one(model: Any, event: tuple[int, int, bytes]) -> tuple[int, int, int, str]:
-    return example().predict_batch(model, [event])[0]
-
-
-def _predict_many(model: Any, events: list[Any]) -> list[tuple[int, int, int, str]]:
-    return example().predict_batch(model, events)
-
-
 def _local_predictions(workload: Workload, batched: bool, count: int) -> list[int]:
     """Events 0..count-1 classified on LocalEngine(1); their predicted labels in order."""
-    reference = workload.reference
-    factory = ContextFactory(lambda context: example().load_model(reference))
+    reference, load_model, predict_batch = (
+        workload.reference,
+        example().load_model,
+        example().predict_batch,
+    )
+    factory = ContextFactory(lambda context: load_model(reference))
     classify = (
-        map_batched_using_context_p(factory, _predict_many, MAX_BATCH_SIZE)
+        map_batched_using_context_p(factory, predict_batch, MAX_BATCH_SIZE)
         if batched
-        else map_using_context_p(factory, _predict_one)
+        else map_using_context_p(factory, lambda model, event: predict_batch(model, [event])[0])
     )
     dag = DAG("classify-digits")
     source = dag.new_vertex(
@@ -172,26 +159,30 @@ def batched_vs_per_item(workload: Workload, count: int, rounds: int) -> Row:
 # -------------------------------------------------------------- 14b, 14c: on Spark
 
 
-def _predict_timed(model: Any, items: list[Any]) -> list[tuple[float, int]]:
-    """(due time, predicted label) of each (due time, event)."""
-    predictions = example().predict_batch(model, [event for _, event in items])
-    return [(due, p[2]) for (due, _), p in zip(items, predictions, strict=True)]
+class Pace(NamedTuple):
+    """Event n is due at wall-clock time `start + n / rate`."""
 
+    start: float
+    rate: float
 
-def _latency_line(item: tuple[float, int]) -> str:
-    """`due latency`: seconds from the event's due time to now."""
-    return f"{item[0]} {time.time() - item[0]}"
+    def due(self, n: int) -> float:
+        return self.start + n / self.rate
+
+    def latency_line(self, prediction: tuple[int, int, int, str]) -> str:
+        """`due latency` of a prediction reaching the sink now: the sink's line."""
+        due = self.due(prediction[0])
+        return f"{due} {time.time() - due}"
 
 
 _PACED = ProcessorState("paced_events")
 
 
 class PacedEventsP(AbstractProcessor):
-    """A source emitting (due time, event n) once the wall clock reaches due = start + n / rate:
-    processor i of T takes the n with n mod T == i; its next n is its snapshot state."""
+    """A source emitting event n once it is due (`pace`): processor i of T takes the n with
+    n mod T == i; its next n is its snapshot state."""
 
-    def __init__(self, events: DigitEvents, rate: float, start: float) -> None:
-        self._events, self._rate, self._start = events, rate, start
+    def __init__(self, events: DigitEvents, pace: Pace) -> None:
+        self._events, self._pace = events, pace
         self._next = -1
 
     def complete(self) -> bool:
@@ -199,8 +190,8 @@ class PacedEventsP(AbstractProcessor):
         if self._next < 0:
             self._next = context.global_processor_index
         now = time.time()
-        while (due := self._start + self._next / self._rate) <= now:
-            if not self.try_emit((due, self._events(self._next))):
+        while self._pace.due(self._next) <= now:
+            if not self.try_emit(self._events(self._next)):
                 return False
             self._next += context.total_parallelism
         return False
@@ -214,9 +205,7 @@ class PacedEventsP(AbstractProcessor):
             self._next = saved.value
 
 
-def _jetspark_job(
-    spark: Any, workload: Workload, source: Any, predict: Callable[..., Any], sink: Any, root: str
-) -> Job:
+def _jetspark_job(spark: Any, workload: Workload, source: Any, sink: Any, root: str) -> Job:
     """source -> classify (map_using_model_p, the model's path on ordinal 1) -> sink, started
     exactly-once on the run's SparkEngine, in the execution mode it picks."""
     engine = spark.engine
@@ -226,7 +215,9 @@ def _jetspark_job(
     events = dag.new_vertex("events", source, local_parallelism=1)
     references = dag.new_vertex("models", read_list_p(models), local_parallelism=1)
     classify = dag.new_vertex(
-        "classify", map_using_model_p(example().load_model, predict), local_parallelism=1
+        "classify",
+        map_using_model_p(example().load_model, example().predict_batch),
+        local_parallelism=1,
     )
     out = dag.new_vertex("sink", sink, local_parallelism=1)
     dag.edge(between(events, classify))
@@ -272,7 +263,7 @@ def jetspark_rate(spark: Any, workload: Workload, seconds: float) -> tuple[float
     went through (start-up out), over `seconds`; and the job's execution mode."""
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-infer-") as root:
         source = stream_journal_p(workload.events)
-        job = _jetspark_job(spark, workload, source, _predict_many, noop_p(), root)
+        job = _jetspark_job(spark, workload, source, noop_p(), root)
         with _running(job):
             _wait_for(lambda: _classified(job) > 0, job)
             started, before = time.monotonic(), _classified(job)
@@ -285,14 +276,14 @@ def jetspark_latencies(spark: Any, workload: Workload, seconds: float) -> list[f
     """Latencies (s) of the events due in the `seconds` after the job classified its first
     event (start-up out), at LATENCY_RATE events/s."""
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-latency-") as root:
-        events, start = workload.events, time.time()
+        events, pace = workload.events, Pace(time.time(), LATENCY_RATE)
 
         def source() -> PacedEventsP:
-            return PacedEventsP(events, LATENCY_RATE, start)
+            return PacedEventsP(events, pace)
 
         published = Latencies(Path(root, "out"))
-        sink = write_file_transactional_p(str(published.directory), _latency_line)
-        job = _jetspark_job(spark, workload, source, _predict_timed, sink, root)
+        sink = write_file_transactional_p(str(published.directory), pace.latency_line)
+        job = _jetspark_job(spark, workload, source, sink, root)
         with _running(job):
             _wait_for(lambda: _classified(job) > 0, job)
             window = (time.time(), time.time() + seconds)
@@ -328,12 +319,9 @@ def _predict_udf(workload: Workload) -> Any:
     from pyspark.ml.functions import predict_batch_udf
     from pyspark.sql.types import IntegerType
 
-    weights, bias = workload.model.weights, workload.model.bias
-    pixels = workload.events.pixels
+    model, pixels = workload.model, workload.events.pixels
 
     def make_predict_fn() -> Callable[[np.ndarray], np.ndarray]:
-        model = example().SoftmaxModel("v2", weights, bias)
-
         def predict(values: np.ndarray) -> np.ndarray:
             return model.predict(pixels[values % len(pixels)]).astype(np.int32)
 
@@ -342,19 +330,22 @@ def _predict_udf(workload: Workload) -> Any:
     return predict_batch_udf(make_predict_fn, return_type=IntegerType(), batch_size=MAX_BATCH_SIZE)
 
 
+def _rate_rows(spark: Any, source: str, **options: int) -> Any:
+    """The streaming rows of one of Spark's rate sources over two partitions, on the run's
+    session with as many shuffle partitions as cores."""
+    reader = _tuned_session(spark).readStream.format(source).option("numPartitions", 2)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
 def structured_streaming_rate(spark: Any, workload: Workload, seconds: float) -> float:
     """Rows per second of rate-micro-batch -> predict_batch_udf -> noop (first batch out)."""
     from pyspark.sql import functions as f
 
-    session = _tuned_session(spark)
     predict = _predict_udf(workload)
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-sss-infer-") as checkpoint:
-        rows = (
-            session.readStream.format("rate-micro-batch")
-            .option("rowsPerBatch", ROWS_PER_BATCH)
-            .option("numPartitions", 2)
-            .load()
-        )
+        rows = _rate_rows(spark, "rate-micro-batch", rowsPerBatch=ROWS_PER_BATCH)
         return _query_rate(
             rows.select(predict(f.col("value")).alias("digit")), "append", checkpoint, seconds
         )
@@ -384,18 +375,10 @@ def structured_streaming_latencies(spark: Any, workload: Workload, seconds: floa
     its first batch of rows (start-up out), as for jetspark."""
     from pyspark.sql import functions as f
 
-    session = _tuned_session(spark)
     predict = _predict_udf(workload)
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-sss-latency-") as root:
-        rows = (
-            session.readStream.format("rate")
-            .option("rowsPerSecond", LATENCY_RATE)
-            .option("numPartitions", 2)
-            .load()
-            .select(
-                f.col("timestamp").cast("double").alias("due"),
-                predict(f.col("value")).alias("digit"),
-            )
+        rows = _rate_rows(spark, "rate", rowsPerSecond=LATENCY_RATE).select(
+            f.col("timestamp").cast("double").alias("due"), predict(f.col("value")).alias("digit")
         )
         query = (
             rows.writeStream.foreach(LatencyWriter(root))
@@ -429,7 +412,9 @@ def check_spark_outputs(spark: Any, workload: Workload) -> None:
     dag = DAG("inference-check")
     events = dag.new_vertex("events", read_journal_p(workload.events, count=CHECKED))
     models = dag.new_vertex("models", read_list_p("inference-check-models"), local_parallelism=1)
-    classify = dag.new_vertex("classify", map_using_model_p(example().load_model, _predict_many))
+    classify = dag.new_vertex(
+        "classify", map_using_model_p(example().load_model, example().predict_batch)
+    )
     sink = dag.new_vertex("sink", write_list_p("inference-check"))
     dag.edge(between(events, classify)).edge(between(classify, sink))
     dag.edge(from_(models).to(classify, 1).distributed().broadcast().priority(-1))

@@ -22,19 +22,25 @@ from typing import Any
 
 from jetspark.core import JobConfig, LocalEngine
 
-_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "wordcount.py"
-_EXAMPLE_MODULE = "jetspark_example_wordcount"
+_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @cache
-def example() -> ModuleType:
-    """examples/wordcount.py, loaded once (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(_EXAMPLE_MODULE, _EXAMPLE)
+def load_example(name: str) -> ModuleType:
+    """examples/<name>.py as module `jetspark_example_<name>`, loaded once (examples/ is not a
+    package)."""
+    module_name = f"jetspark_example_{name}"
+    spec = importlib.util.spec_from_file_location(module_name, _EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[_EXAMPLE_MODULE] = module
+    sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def example() -> ModuleType:
+    """examples/wordcount.py, loaded once."""
+    return load_example("wordcount")
 
 
 def count_lines(lines: Iterable[str]) -> dict[str, int]:
