@@ -457,14 +457,15 @@ def summary(outcome: Outcome) -> str:
     return "\n".join(lines)
 
 
-def accuracy_svg(windows: Sequence[Window], switch_window: int | None) -> str:
-    """A line chart of the accuracy per window of event time (SVG), the window where v2 first
-    predicted marked."""
+def accuracy_svg(windows: Sequence[Window], switch_at: float | None) -> str:
+    """A line chart of the accuracy per window of event time (SVG), with a mark at `switch_at`
+    (seconds of event time): the first event v2 predicted."""
     width, height, left, bottom, top = 560, 300, 50, 40, 20
     low, high = 0.8, 1.0
     span = max(len(windows), 1)
 
     def x(window: float) -> float:
+        """Where a point `window` windows into the event time is drawn."""
         return left + (width - left - 20) * window / span
 
     def y(accuracy: float) -> float:
@@ -476,6 +477,7 @@ def accuracy_svg(windows: Sequence[Window], switch_window: int | None) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         'font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{left}" y="{top - 6}">accuracy per second of event time</text>',
     ]
     for tick in (0.8, 0.85, 0.9, 0.95, 1.0):
         parts.append(
@@ -492,8 +494,8 @@ def accuracy_svg(windows: Sequence[Window], switch_window: int | None) -> str:
         f'<text x="{(left + width) / 2}" y="{height - 6}" text-anchor="middle">'
         "event time (s)</text>"
     )
-    if switch_window is not None:
-        at = x(switch_window)
+    if switch_at is not None:
+        at = x(switch_at * 1000 / WINDOW_MILLIS)
         parts.append(
             f'<line x1="{at:.1f}" x2="{at:.1f}" y1="{top}" y2="{height - bottom}" '
             'stroke="#c33" stroke-dasharray="4 3"/>'
@@ -537,8 +539,9 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> Outcome:
         raise SystemExit("not exactly once:\n  " + "\n  ".join(problems[:20]))
     print(summary(outcome), flush=True)
     if args.svg:
-        v2 = [w.index for w in outcome.windows if "v2" in w.versions]
-        Path(args.svg).write_text(accuracy_svg(outcome.windows, min(v2, default=None)))
+        by_v2 = [n for n, *_, version in outcome.predictions if version == "v2"]
+        switch_at = min(by_v2) * EVENT_SPACING_MILLIS / 1000 if by_v2 else None
+        Path(args.svg).write_text(accuracy_svg(outcome.windows, switch_at))
         print(f"  accuracy per window drawn in {args.svg}")
     return outcome
 
