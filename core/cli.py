@@ -317,7 +317,7 @@ def _say(message: str) -> None:
 
 LONG_CORPUS_MB = 100
 """The corpus size from which `jetspark tfidf` and `stopwords` turn the Spark UI on by default
-(the index job then takes minutes; the UI costs about 0.6 s of Spark's start-up)."""
+(the index job then takes minutes; the UI lengthens Spark's start-up)."""
 
 
 class EngineSession:

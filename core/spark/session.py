@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -46,6 +47,8 @@ _LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?")
 _STANDALONE_MASTER = re.compile(r"spark://[^/\s:,]+:\d+(,[^/\s:,]+:\d+)*")
 _OTHER_MASTERS = ("yarn", "k8s://", "local-cluster[")
 _LOG_OPTION = "-Dlog4j2.configurationFile"
+_local_ip_set_here: str | None = None
+"""The SPARK_LOCAL_IP this module set for the driver JVM it launches (a user's is left alone)."""
 
 
 def check_master(master: str) -> None:
@@ -176,9 +179,10 @@ def create_context(
         return _submitted_context(master, app_name, verbose=verbose, ui=ui, settings=settings)
     master = master or DEFAULT_MASTER
     check_master(master)
-    address = reach_master(master)
-    if address is not None:  # the driver's RPC binds to `address`, its UI to SPARK_LOCAL_IP
-        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    address = _driver_address(master)
+    if address is not None and "SPARK_LOCAL_IP" not in os.environ:
+        global _local_ip_set_here
+        os.environ["SPARK_LOCAL_IP"] = _local_ip_set_here = LOOPBACK  # where the UI listens
     conf = engine_conf(
         master,
         app_name or "jetspark",
@@ -222,7 +226,7 @@ def _submitted_context(
     defaults = jetspark_defaults(
         verbose=verbose or own_logging,
         ui=ui and "SPARK_LOCAL_IP" in os.environ,
-        driver_address=reach_master(effective_master),
+        driver_address=_driver_address(effective_master),
     )
     for key, value in defaults.items():
         if not conf.contains(key):
@@ -241,6 +245,14 @@ def _submitted_context(
     return context
 
 
+def _driver_address(master: str) -> str | None:
+    """The address the driver binds to (`reach_master`, which checks that the cluster answers),
+    None when the user chose SPARK_LOCAL_IP, from which Spark then derives it."""
+    address = reach_master(master)
+    users = os.environ.get("SPARK_LOCAL_IP") not in (None, _local_ip_set_here)
+    return None if users else address
+
+
 def _user_configured_logging(conf: SparkConf) -> bool:
     """Whether the user of spark-submit chose Spark's logging: a log4j configuration in the
     driver's JVM options, or a log4j2 file in Spark's configuration directory."""
@@ -253,10 +265,16 @@ def _user_configured_logging(conf: SparkConf) -> bool:
 def _started(conf: SparkConf, master: str, gateway: Any, *, quiet: bool) -> SparkContext:
     """The SparkContext of `conf`, ERROR-level logging when `quiet`; a SparkStartError when the
     JVM refuses to create it (a Kubernetes cluster that refuses the driver, say)."""
+    interrupt = signal.getsignal(signal.SIGINT)
     try:
         context = SparkContext(conf=conf, gateway=gateway)
     except Py4JError as error:
         raise start_error(error, master) from error
+    if interrupt is not None and threading.current_thread() is threading.main_thread():
+        # PySpark's handler cancels every job through the JVM from inside whatever JVM call
+        # Ctrl-C interrupted, which breaks that call's connection (Py4J errors, tracebacks):
+        # Ctrl-C stays a KeyboardInterrupt, and stopping the context ends the jobs
+        signal.signal(signal.SIGINT, interrupt)
     if quiet:
         context.setLogLevel("ERROR")
     return context
