@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import socket
 import sys
 import threading
@@ -32,7 +31,7 @@ from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 
-from jetspark.core.spark import class_archive
+from jetspark.core.spark import class_archive, interrupts
 from jetspark.core.spark.driver_jvm import JvmConsole, SparkStartError, start_error
 
 DEFAULT_MASTER = "local[*]"
@@ -263,18 +262,14 @@ def _user_configured_logging(conf: SparkConf) -> bool:
 
 
 def _started(conf: SparkConf, master: str, gateway: Any, *, quiet: bool) -> SparkContext:
-    """The SparkContext of `conf`, ERROR-level logging when `quiet`; a SparkStartError when the
-    JVM refuses to create it (a Kubernetes cluster that refuses the driver, say)."""
-    interrupt = signal.getsignal(signal.SIGINT)
+    """The SparkContext of `conf`, ERROR-level logging when `quiet`, Ctrl-C as `interrupts`
+    handles it; a SparkStartError when the JVM refuses to create it (a Kubernetes cluster that
+    refuses the driver, say)."""
     try:
         context = SparkContext(conf=conf, gateway=gateway)
     except Py4JError as error:
         raise start_error(error, master) from error
-    if interrupt is not None and threading.current_thread() is threading.main_thread():
-        # PySpark's handler cancels every job through the JVM from inside whatever JVM call
-        # Ctrl-C interrupted, which breaks that call's connection (Py4J errors, tracebacks):
-        # Ctrl-C stays a KeyboardInterrupt, and stopping the context ends the jobs
-        signal.signal(signal.SIGINT, interrupt)
+    interrupts.install(context)
     if quiet:
         context.setLogLevel("ERROR")
     return context
@@ -301,11 +296,12 @@ def _launch_gateway(conf: SparkConf, master: str, *, quiet: bool) -> Any:
     console = JvmConsole(sys.stderr, quiet=quiet)
     try:
         gateway = launch_gateway(conf, popen_kwargs={"stderr": console.write_end})
-    except PySparkRuntimeError as error:
+    except BaseException as error:
         console.launched()
-        if error.getCondition() != "JAVA_GATEWAY_EXITED":
-            raise
-        raise SparkStartError(f"Spark could not start on {master}: {console.failure()}") from error
+        if isinstance(error, PySparkRuntimeError) and error.getCondition() == "JAVA_GATEWAY_EXITED":
+            why = console.failure()
+            raise SparkStartError(f"Spark could not start on {master}: {why}") from error
+        raise
     console.launched()
     if recording is not None:
         recording.finish_at_exit(gateway)
