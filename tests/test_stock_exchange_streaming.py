@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_processors_examples import load
+
+from jetspark.core import Job, SnapshotStore
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -69,14 +73,57 @@ def check_exact(files: dict[str, list]) -> list:
     return windows
 
 
-def run(out: Path, snapshots: Path | None, *extra: str, trading_seconds: int = 160) -> None:
+def run(
+    out: Path,
+    snapshots: Path | None,
+    *extra: str,
+    trading_seconds: int = 40,
+    min_snapshots: int = 1,
+) -> None:
     """One unbounded run of `trading_seconds` of trading (200 trades a second), a snapshot due
-    every 2 s of it. A snapshot commits once the trades ahead of its barrier have drained, some
-    60 s of trading with the engine's queue sizes: 160 s has room for one at any member count.
-    """
+    every 2 s of it, that ends only once `min_snapshots` snapshots of the run are committed
+    (`ending_after_snapshots`)."""
     argv = [str(out), "--duration", str(trading_seconds), "--clock", "trading"]
     argv += ["--snapshot-interval", "2000", *extra]
-    stock.main(argv + (["--snapshots", str(snapshots)] if snapshots else []))
+    with pytest.MonkeyPatch.context() as patch:
+        ending_after_snapshots(patch, min_snapshots)
+        stock.main(argv + (["--snapshots", str(snapshots)] if snapshots else []))
+
+
+def ending_after_snapshots(patch: pytest.MonkeyPatch, count: int) -> None:
+    """Makes the example's run loop see no trading time pass until `count` snapshots of the run
+    are committed, a condition on snapshots instead of on how far the machine got.
+
+    The trading clock runs from the first offset any source processor read to the highest any
+    read. The processors read their journal partitions at rates the thread scheduler decides,
+    and a run that continues at another member count restores them at different offsets, so
+    that clock can run far ahead of the slowest processor, whose barrier every snapshot waits
+    for: on a loaded machine a run of 160 s of trading sometimes ended before its first commit.
+    """
+    stores: list[stock.CountingStore] = []
+    run_for = stock.run_for
+
+    class RecordedStore(stock.CountingStore):
+        def __init__(self, store: SnapshotStore) -> None:
+            super().__init__(store)
+            stores.append(self)
+
+    def run_for_after_snapshots(
+        job: Job,
+        duration: float,
+        progress: Callable[[float], None],
+        clock: Callable[[], float],
+        *rest: Any,
+    ) -> float:
+        (store,) = stores
+
+        def held_until_committed() -> float:
+            return clock() if store.saved >= count else 0.0
+
+        return run_for(job, duration, progress, held_until_committed, *rest)
+
+    patch.setattr(stock, "CountingStore", RecordedStore)
+    patch.setattr(stock, "run_for", run_for_after_snapshots)
 
 
 def snapshots_taken(text: str) -> int:
@@ -86,7 +133,7 @@ def snapshots_taken(text: str) -> int:
 
 def test_an_unbounded_run_commits_exact_windows_and_keeps_closing_them(tmp_path, capsys):
     out = tmp_path / "out"
-    run(out, None, "--members", "2", trading_seconds=240)
+    run(out, None, "--members", "2", trading_seconds=240, min_snapshots=2)
     text = capsys.readouterr().out
     windows = check_exact(committed(out))
     # Event time ran far past the bounded run's 30 s: the watermarks kept the windows closing.
