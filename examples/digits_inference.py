@@ -87,7 +87,13 @@ class Digits(NamedTuple):
     @staticmethod
     def shuffled(seed: int = SEED) -> Digits:
         """scikit-learn's digits (imported here: only the driver needs scikit-learn)."""
-        from sklearn.datasets import load_digits
+        try:
+            from sklearn.datasets import load_digits
+        except ImportError as error:
+            raise SystemExit(
+                "examples/digits_inference.py reads scikit-learn's digits: pip install "
+                "'jetspark[ml]' (or scikit-learn)"
+            ) from error
 
         digits = load_digits()
         order = np.random.default_rng(seed).permutation(len(digits.target))
