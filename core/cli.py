@@ -296,6 +296,9 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
     }[args.command]
     try:
         return command(args, spark)
+    except KeyboardInterrupt:  # Ctrl-C: the command's Spark context is stopped by now
+        print(f"jetspark {args.command}: interrupted", file=sys.stderr)
+        return 130
     except InputError as error:
         print(f"jetspark {args.command}: error: {error}", file=sys.stderr)
         return 2

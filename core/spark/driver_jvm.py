@@ -2,12 +2,12 @@
 start in Python terms.
 
 Quiet, the JVM's stderr passes through `JvmConsole`, which drops the JVM's startup warning about
-incubator modules and the bodies of the exceptions Spark logs (the exception line, `Caused by:`
-lines and stack frames): the failure reaches the user as a `SparkStartError` or a
-`JobFailedError` instead. Everything else goes on, the Python workers' own stderr of a local
-master included. A launch that fails (spark-submit refusing its arguments, say a YARN master
-without `HADOOP_CONF_DIR`) ends with the JVM's main thread dying: that line's message becomes
-the `SparkStartError`.
+incubator modules, the bodies of the exceptions Spark logs (the exception line, `Caused by:`
+lines and stack frames) and what the tasks Spark kills print (`killed_tasks.py`): the failure
+reaches the user as a `SparkStartError`, a `JobFailedError` or a `JobCancelledError` instead.
+Everything else goes on, the Python workers' own stderr of a local master included. A launch
+that fails (spark-submit refusing its arguments, say a YARN master without `HADOOP_CONF_DIR`)
+ends with the JVM's main thread dying: that line's message becomes the `SparkStartError`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import threading
 from typing import IO
 
 from jetspark.core.spark.failures import spark_error_summary
+from jetspark.core.spark.killed_tasks import KilledTaskOutput
 
 _JVM_NOISE = ("WARNING: Using incubator modules",)
 """Lines the JVM writes to stderr before any log configuration applies, dropped from it."""
@@ -66,16 +67,24 @@ class JvmConsole:
         return f"the driver JVM exited as it started ({said or 'it wrote nothing on stderr'})"
 
     def _forward(self) -> None:
+        killed = KilledTaskOutput()
         with os.fdopen(self._read_end, "rb") as source:
             for raw in iter(source.readline, b""):
                 line = raw.decode(errors="replace")
                 self._last_lines.append(line)
-                if self._shown(line.rstrip("\n")):
-                    try:
-                        self._target.write(line)
-                        self._target.flush()
-                    except (OSError, ValueError):  # the terminal went away, or exiting
-                        continue
+                for kept in killed.feed(line) if self._quiet else [line]:
+                    self._show(kept)
+        for kept in killed.flush():
+            self._show(kept)
+
+    def _show(self, line: str) -> None:
+        """Writes `line` to the console when `_shown` lets it through."""
+        if self._shown(line.rstrip("\n")):
+            try:
+                self._target.write(line)
+                self._target.flush()
+            except (OSError, ValueError):  # the terminal went away, or exiting
+                pass
 
     def _shown(self, line: str) -> bool:
         """Whether `line` reaches the console; notes the main thread's dying words."""

@@ -31,7 +31,7 @@ from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 
-from jetspark.core.spark import class_archive
+from jetspark.core.spark import class_archive, interrupts
 from jetspark.core.spark.driver_jvm import JvmConsole, SparkStartError, start_error
 
 DEFAULT_MASTER = "local[*]"
@@ -262,12 +262,14 @@ def _user_configured_logging(conf: SparkConf) -> bool:
 
 
 def _started(conf: SparkConf, master: str, gateway: Any, *, quiet: bool) -> SparkContext:
-    """The SparkContext of `conf`, ERROR-level logging when `quiet`; a SparkStartError when the
-    JVM refuses to create it (a Kubernetes cluster that refuses the driver, say)."""
+    """The SparkContext of `conf`, ERROR-level logging when `quiet`, Ctrl-C as `interrupts`
+    handles it; a SparkStartError when the JVM refuses to create it (a Kubernetes cluster that
+    refuses the driver, say)."""
     try:
         context = SparkContext(conf=conf, gateway=gateway)
     except Py4JError as error:
         raise start_error(error, master) from error
+    interrupts.install(context)
     if quiet:
         context.setLogLevel("ERROR")
     return context

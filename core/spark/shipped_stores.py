@@ -11,10 +11,15 @@ Processors of other vertices are expected to write stores (sinks), not read them
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Collection
 from typing import Any
 
+from py4j.protocol import Py4JError
+from pyspark.core.broadcast import Broadcast
+
 from jetspark.core.dag import DAG, Vertex
+from jetspark.core.errors import JobFailedError
 from jetspark.core.stores import Stores
 
 StoreName = tuple[str, str]
@@ -48,3 +53,13 @@ def stores_read_by(dag: DAG) -> set[StoreName] | None:
 def shipped_contents(dag: DAG, stores: Stores) -> dict[str, dict[str, Any]]:
     """The part of the driver's `stores` that the tasks of a job running `dag` receive."""
     return stores.contents(stores_read_by(dag))
+
+
+def free(shipped: Broadcast, error: BaseException | None) -> None:
+    """Frees `shipped`, the stores a job shipped, on the driver and every executor once the job
+    ended with `error` (None: it succeeded). Waits for the executors unless the job failed (one
+    it lost could hold the wait up to Spark's RPC timeout), so that no removal is still in flight
+    when the context stops right after, which Spark reports as an error ("Still have 1 requests
+    outstanding"); a stopped context has freed it already."""
+    with contextlib.suppress(Py4JError):
+        shipped.destroy(blocking=not isinstance(error, JobFailedError))

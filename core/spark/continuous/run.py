@@ -22,7 +22,7 @@ from jetspark.core.spark.continuous.member import MemberTask
 from jetspark.core.spark.failures import processor_error
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
-from jetspark.core.spark.shipped_stores import shipped_contents
+from jetspark.core.spark.shipped_stores import free, shipped_contents
 from jetspark.core.spark.task_restore import held_in
 
 _log = logging.getLogger("jetspark.spark")
@@ -110,7 +110,7 @@ def run_continuous_job(
         coordinator.close()
         job.publish_metrics(coordinator.metrics())
     if shipped is not None:
-        shipped.destroy()
+        free(shipped, error)
     if plan is not None:
         try:
             plan.close(error)

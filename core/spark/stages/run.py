@@ -17,7 +17,7 @@ from jetspark.core.serialization import decode_batch
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
 from jetspark.core.spark.metrics import merge_metrics
-from jetspark.core.spark.shipped_stores import shipped_contents
+from jetspark.core.spark.shipped_stores import free, shipped_contents
 from jetspark.core.spark.stages.plan import StagePlan, plan_stages
 from jetspark.core.spark.stages.records import LIST, MAP, METRICS, RESULT, is_collected_result
 from jetspark.core.spark.stages.records import RDD as RDD_KIND
@@ -48,7 +48,7 @@ def run_staged_job(engine: EngineFacts, job: SparkJob, dag: DAG, config: JobConf
     except BaseException as failure:
         error = job.error_of(failure)
     if shipped is not None and not (error is None and has_rdd_sink(dag)):
-        shipped.destroy()  # nothing will recompute the job's stages: free it everywhere
+        free(shipped, error)  # nothing will recompute the job's stages
     if plan is not None:
         try:
             plan.close(error)
