@@ -88,10 +88,6 @@ def write_project(root: Path) -> tuple[Path, Path]:
     return app, module
 
 
-def expected_counts() -> dict[str, int]:
-    return dict(Counter(word[0] for word in WORDS))
-
-
 def spark_submit(
     *arguments: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -123,50 +119,43 @@ def submitted_result(output: str) -> dict[str, Any]:
     return json.loads(lines[0].removeprefix("RESULT "))  # type: ignore[no-any-return]
 
 
-def test_a_submitted_script_runs_on_spark_submits_context(tmp_path: Path) -> None:
-    app, module = write_project(tmp_path)
+def submit_project(
+    root: Path, master: str, *options: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Writes the user's project into `root` and submits its application to `master` with
+    spark-submit's `options`, its module as `--py-files`; checks the counts, returns what the
+    application printed."""
+    app, module = write_project(root)
     submitted = spark_submit(
-        "--master",
-        "local[2]",
-        "--name",
-        "letters-app",
-        "--py-files",
-        str(module),
-        str(app),
-        cwd=tmp_path,
+        "--master", master, *options, "--py-files", str(module), str(app), cwd=root, env=env
     )
+    assert "Traceback" not in submitted.stdout + submitted.stderr
     result = submitted_result(submitted.stdout)
-    assert result["counts"] == expected_counts()
+    assert result["counts"] == dict(Counter(word[0] for word in WORDS))
+    return result
+
+
+def test_a_submitted_script_runs_on_spark_submits_context(tmp_path: Path) -> None:
+    result = submit_project(tmp_path, "local[2]", "--name", "letters-app")
     assert (result["master"], result["app_name"]) == ("local[2]", "letters-app")
     assert result["one_context"] is True
     assert result["ui"] == "false"  # jetspark's default: the user did not ask for the UI
     assert result["worker_pythons"] == [result["driver_python"]]  # one Python
     assert Path(result["module"]).name == "first_letters.py"
-    assert "Traceback" not in submitted.stdout + submitted.stderr
 
 
 def test_the_users_settings_win_over_jetsparks_defaults(tmp_path: Path) -> None:
     """A Python and a UI setting the user gave spark-submit are kept as they are: the workers
     run the virtualenv's python3.X, the driver its python3."""
-    app, module = write_project(tmp_path)
     python = str(VENV_BIN / f"python{sys.version_info.major}.{sys.version_info.minor}")
-    submitted = spark_submit(
-        "--master",
+    result = submit_project(
+        tmp_path,
         "local[1]",
-        "--conf",
-        f"spark.pyspark.python={python}",
-        "--conf",
-        f"spark.pyspark.driver.python={VENV_BIN / 'python3'}",
-        "--conf",
-        "spark.ui.enabled=true",
-        "--py-files",
-        str(module),
-        str(app),
-        cwd=tmp_path,
+        *("--conf", f"spark.pyspark.python={python}"),
+        *("--conf", f"spark.pyspark.driver.python={VENV_BIN / 'python3'}"),
+        *("--conf", "spark.ui.enabled=true"),
         env={"SPARK_LOCAL_IP": "127.0.0.1"},
     )
-    result = submitted_result(submitted.stdout)
-    assert result["counts"] == expected_counts()
     assert (result["master"], result["app_name"]) == ("local[1]", "submitted.py")
     assert result["ui"] == "true"
     assert result["worker_pythons"] == [python] != [result["driver_python"]]
