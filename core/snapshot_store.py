@@ -177,6 +177,8 @@ class InMemorySnapshotStore:
 _FORMAT = "jetspark-snapshot-2"
 _PART_FORMAT = "jetspark-snapshot-part-2"
 _INPUT_FORMAT = "jetspark-batch-input-1"
+_PUBLICATIONS_FORMAT = "jetspark-publications-1"
+_PUBLICATIONS = "PUBLICATIONS"
 _MANIFEST = "MANIFEST"
 _KEY = "KEY"
 _KEY_BYTES = 32
@@ -403,6 +405,27 @@ class DirectorySnapshotStore:
 
     def _input_path(self, snapshot_id: int, name: str) -> str:
         return os.path.join(self._path(snapshot_id), f"input-{name}.bin")
+
+    def record_publications(self, snapshot_id: int, files: Sequence[tuple[str, str]]) -> None:
+        """Records, before snapshot `snapshot_id` is committed, the (temporary, final) names of
+        the files its transactional sinks sealed, which are renamed once it is: a driver that
+        stops between the commit and the renames does them when it starts again."""
+        body = _pack([_PUBLICATIONS_FORMAT, snapshot_id, sorted(files)])
+        os.makedirs(self._path(snapshot_id), mode=_PRIVATE_DIRECTORY, exist_ok=True)
+        path = os.path.join(self._path(snapshot_id), _PUBLICATIONS)
+        write_atomically(path, self._tag(body) + body, _PRIVATE_FILE)
+
+    def recorded_publications(self, snapshot_id: int) -> list[tuple[str, str]]:
+        """What `record_publications` recorded for snapshot `snapshot_id` (empty: nothing),
+        once authenticated."""
+        path = os.path.join(self._path(snapshot_id), _PUBLICATIONS)
+        try:
+            record = _unpack(self._authentic(path))
+        except FileNotFoundError:
+            return []
+        if len(record) != 3 or record[:2] != (_PUBLICATIONS_FORMAT, snapshot_id):
+            raise SnapshotError(f"{path} is not the publications of snapshot {snapshot_id}")
+        return [(temporary, final) for temporary, final in record[2]]
 
     def commit(
         self,

@@ -201,6 +201,11 @@ class WriteFileTransactionalP(AbstractProcessor):
     are never published, and are written again after the restart. At-least-once: a sink with
     several inputs may have written items that followed the barrier on one input into the
     epoch sealed by the snapshot; those are written again after a restart (duplicates).
+
+    In a micro-batch on SparkEngine only the driver knows when a batch is committed, and two
+    attempts of one task may run at once: the stores' `publish_on_commit` then takes the files
+    each save sealed, which the driver renames right after its commit and before anything else
+    runs, and the driver, not a restore, deletes the stale temporary files.
     """
 
     def __init__(self, directory: str, to_string: Callable[[Any], str], charset: str) -> None:
@@ -257,7 +262,15 @@ class WriteFileTransactionalP(AbstractProcessor):
     def save_to_snapshot(self) -> bool:
         self._seal()
         state = (self._epoch, tuple(self._sealed))
-        return self.try_emit_to_snapshot(*_TRANSACTIONS.entry(self.context, state))
+        if not self.try_emit_to_snapshot(*_TRANSACTIONS.entry(self.context, state)):
+            return False
+        publish_on_commit = _driver_publication(self.context)
+        if publish_on_commit is not None:
+            context = self.context
+            index, sealed = context.global_processor_index, tuple(self._sealed)
+            publish_on_commit(context.vertex_name, index, self._directory, sealed, _TEMPORARIES)
+            self._sealed.clear()
+        return True
 
     def snapshot_committed(self) -> None:
         self._publish(self._sealed)
@@ -288,6 +301,8 @@ class WriteFileTransactionalP(AbstractProcessor):
         self._taken_over.add(saved.processor_index)
 
     def finish_snapshot_restore(self) -> bool:
+        if _driver_publication(self.context) is not None:
+            return True  # the driver deletes stale files once nothing else can write them
         stale = [f".part-{index:05d}-*.tmp" for index in self._taken_over]
         for name in os.listdir(self._directory):
             if any(fnmatch.fnmatch(name, pattern) for pattern in stale):
@@ -300,6 +315,16 @@ class WriteFileTransactionalP(AbstractProcessor):
             self._file = None
             if self.context.processing_guarantee is ProcessingGuarantee.NONE:
                 os.remove(self._temp_path)
+
+
+_TEMPORARIES = ".part-*.tmp"
+"""Every temporary file of a transactional file sink."""
+
+
+def _driver_publication(context: Context) -> Callable[..., None] | None:
+    """`publish_on_commit` of the stores of a micro-batch task on SparkEngine, whose driver
+    publishes what the sink sealed once the batch is committed; None anywhere else."""
+    return getattr(context.stores, "publish_on_commit", None)
 
 
 def write_file_transactional_p(

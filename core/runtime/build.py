@@ -230,6 +230,9 @@ def _tasklet(
     retain = plan.config.max_watermark_retain_millis
     queue_count = sum(map(len, inbound_queues))
     coalescer = WatermarkCoalescer(queue_count, retain)
+    carried = snapshots.carried_watermarks.get((vertex.name, index)) if snapshots else None
+    if carried is not None:
+        coalescer.carry_on(carried)
     aligner = BarrierAligner(queue_count, snapshots.exactly_once) if snapshots else None
     streams = _streams(vertex, inbound_queues, coalescer, aligner)
     edge_names = [e.name for e in vertex.outbound]

@@ -8,6 +8,10 @@ from collections.abc import Callable
 
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
 
+CarriedWatermarks = tuple[tuple[float, ...], tuple[bool, ...], float, bool]
+"""A coalescer's state at the end of a micro-batch: per queue its last watermark and whether it
+is idle, the last coalesced watermark, and whether IDLE_MESSAGE was the last one emitted."""
+
 NO_WATERMARK = float("-inf")
 """The watermark of a queue that has not sent one yet; lower than every real timestamp."""
 
@@ -45,6 +49,23 @@ class WatermarkCoalescer:
         self._top_observed = NO_WATERMARK
         self._history: deque[tuple[float, int]] = deque()
         self._forced = NO_WATERMARK
+
+    def carried(self) -> CarriedWatermarks:
+        """What the same processor's coalescer takes on in the next micro-batch."""
+        return (tuple(self._watermarks), tuple(self.idle), self.last_emitted, self._idle_emitted)
+
+    def carry_on(self, carried: CarriedWatermarks) -> None:
+        """Starts from the state `carried()` gave at the end of the previous micro-batch (of the
+        same layout), as if the batches were one run: a queue whose upstream sends no new
+        watermark in this batch does not hold the coalesced watermark back at nothing."""
+        watermarks, idle, last_emitted, idle_emitted = carried
+        if len(watermarks) != len(self._watermarks):
+            return  # another layout: the queues are not the same ones
+        self._watermarks = list(watermarks)
+        self.idle[:] = idle
+        self.last_emitted = last_emitted
+        self._idle_emitted = idle_emitted
+        self._top_observed = max(watermarks, default=NO_WATERMARK)
 
     def observe_watermark(self, queue: int, watermark: Watermark) -> None:
         """Records a watermark (or IDLE_MESSAGE) that arrived on `queue`."""

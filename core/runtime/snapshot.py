@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError
+from jetspark.core.runtime.coalescer import CarriedWatermarks
 from jetspark.core.runtime.metrics import RECENT_SNAPSHOTS, SnapshotReport
 from jetspark.core.runtime.restore import RestoredProcessor, route_snapshot
 from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot, Snapshot, SnapshotStore
@@ -68,6 +69,8 @@ class SnapshotCoordinator:
     replayed_input: Mapping[ProcessorKey, int] = MappingProxyType({})
     """Micro-batch runs of a task that ran before: the items each of its source processors
     emitted then, which it must emit again, exactly."""
+    carried_watermarks: Mapping[ProcessorKey, CarriedWatermarks] = MappingProxyType({})
+    """Micro-batch runs: each processor's coalescer state at the end of the previous batch."""
 
     def __init__(
         self,

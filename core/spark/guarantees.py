@@ -86,6 +86,14 @@ def check_streaming_job(
                 "batch by batch nor a sink a batch can commit; use a journal or file source and "
                 "a list, map or transactional file sink"
             )
+    if context.getConf().get("spark.speculation", "false").strip().lower() == "true":
+        raise ValueError(
+            "this SparkContext runs with spark.speculation=true, which starts a second copy of "
+            "a slow task beside the first: a job with a processing guarantee redoes each task "
+            "exactly from its recorded input, and two copies running at once could emit "
+            "different input, so such a job is refused; run it on a context with "
+            "spark.speculation=false (Spark's default)"
+        )
     if restore_from is not None:
         check_restorable(restore_from, dag, config)
     if store is None:

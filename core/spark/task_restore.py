@@ -1,17 +1,23 @@
 """The snapshot a Spark job's tasks restore: fixed by the driver, read by each task itself.
 
 The driver never loads a snapshot's state: it ships the manifest's part list, and every task
-reads (and authenticates) the parts that hold its own processors' vertices.
+reads (and authenticates) the parts that hold entries for its own processors. Which parts those
+are is known when the batch that wrote them ran at the same layout (micro-batches of one run):
+its tasks reported, per part, the members whose processors restore an entry of it (every member
+for an entry under a broadcast key, the key's owner for any other, `restoring_members`), so a
+task reads only those parts; otherwise every part holding its vertices.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.runtime.restore import RestoredProcessor, completed_without_state, route_entries
+from jetspark.core.snapshot_keys import BroadcastKey, snapshot_targets
 from jetspark.core.snapshot_store import (
     DirectorySnapshotStore,
     Held,
@@ -20,6 +26,7 @@ from jetspark.core.snapshot_store import (
     Snapshot,
     parts_holding,
 )
+from jetspark.partitioning import PartitionAssignment
 
 
 @dataclass(frozen=True)
@@ -32,12 +39,18 @@ class RestoreSpec:
     """Part name -> (tag, the processors it holds), from the snapshot's manifest."""
     completed: dict[ProcessorKey, bool]
     """Which processors of the run's plan are restored as completed (decided on the driver)."""
+    readers: Mapping[str, frozenset[int]] | None = None
+    """Part name -> the members that restore an entry of it, when the snapshot was taken at the
+    run's layout (None: unknown, so every part holding a task's vertices is read)."""
 
     def route(self, plan: JobPlan, member: int, vertices: list[str]) -> dict[ProcessorKey, Any]:
-        """What each processor of `vertices` on `member` restores: the parts holding those
-        vertices are read (and authenticated) by the task itself."""
+        """What each processor of `vertices` on `member` restores: the parts holding entries
+        for them are read (and authenticated) by the task itself."""
         saved: dict[str, dict[int, ProcessorSnapshot]] = {name: {} for name in vertices}
+        readers = self.readers
         for name, tag in parts_holding(self.parts, vertices).items():
+            if readers is not None and name in readers and member not in readers[name]:
+                continue
             for (vertex, index), state in self.store.read_part(self.snapshot_id, name, tag).items():
                 if vertex in saved:
                     saved[vertex][index] = state
@@ -53,15 +66,41 @@ class RestoreSpec:
         return restored
 
 
-def restore_spec(snapshot: Snapshot, plan: JobPlan) -> RestoreSpec:
-    """What the tasks of `plan` restore from `snapshot` (a snapshot of a directory store)."""
+def restore_spec(
+    snapshot: Snapshot, plan: JobPlan, readers: Mapping[str, frozenset[int]] | None = None
+) -> RestoreSpec:
+    """What the tasks of `plan` restore from `snapshot` (a snapshot of a directory store);
+    `readers` as RestoreSpec's, when the snapshot was taken at `plan`'s layout."""
     assert snapshot.parts is not None and snapshot.store is not None
     return RestoreSpec(
         snapshot_id=snapshot.snapshot_id,
         store=snapshot.store,
         parts=dict(snapshot.parts),
         completed=completed_without_state(snapshot, plan),
+        readers=readers,
     )
+
+
+def restoring_members(
+    plan: JobPlan, states: Mapping[ProcessorKey, ProcessorSnapshot]
+) -> frozenset[int]:
+    """The members whose processors restore an entry of `states` under `plan`'s layout: every
+    member for an entry under a broadcast key, the owner of the key's partition for any other
+    (the rule of `snapshot_targets`). Decodes the entries, unless there is one member."""
+    everyone = frozenset(range(plan.member_count))
+    if plan.member_count == 1:
+        return everyone
+    members: set[int] = set()
+    for (vertex, _), state in states.items():
+        lp = plan.vertices[vertex].local_parallelism
+        assignment = PartitionAssignment(plan.member_count, lp, plan.config.partition_count)
+        for key, _value in state.entries():
+            if isinstance(key, BroadcastKey):
+                return everyone
+            members.update(target // lp for target in snapshot_targets(key, assignment))
+        if len(members) == plan.member_count:
+            return everyone
+    return frozenset(members)
 
 
 def held_in(store: DirectorySnapshotStore, snapshot: Snapshot | None) -> Snapshot | None:

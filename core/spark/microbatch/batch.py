@@ -1,34 +1,46 @@
 """One micro-batch inside a Spark task: restore the last snapshot, run to the next, save it.
 
 SparkEngine runs a job with a processing guarantee as a sequence of micro-batches, each one
-Spark job (see microbatch.py for the driver's side). Inside a task of batch k, the member
+Spark job (see runner.py for the driver's side). Inside a task of batch k, the member
 runtime is built with a `BatchCoordinator` in place of the continuous SnapshotCoordinator:
 
-- every processor restores what snapshot k-1 routes to it; each task reads the state of its
-  own stage's vertices from the snapshot's parts (the driver never loads it);
+- every processor restores what snapshot k-1 routes to it; each task reads the parts holding
+  entries for its processors (task_restore.py; the driver never loads state), and each
+  processor's watermark coalescer starts where it was at the end of batch k-1;
 - source processors emit at most the item budget the driver fixed for the batch (or until
   they have nothing more to emit now), then save snapshot k and emit its barrier; barriers
   cross the shuffles as control records, so exactly-once alignment works across stages;
 - a processor that saved snapshot k stops for this batch without `complete()`; one that
   completed saves its final state. Each task writes the states of its processors as one part
-  (`stage<s>-member<m>-attempt<a>`) into the snapshot's directory and reports its tag to the driver,
-  which commits snapshot k (writes its manifest) once the whole Spark job succeeded.
+  (`stage<s>-member<m>-attempt<a>`, `a` Spark's task attempt id, unique in the application, so
+  no two attempts ever write the same part) into the snapshot's directory and reports its tag
+  to the driver, which commits snapshot k (writes its manifest) once the whole Spark job
+  succeeded;
+- transactional sinks hand the files they sealed to the task's stores (`BatchStores`), which
+  report them to the driver: it publishes them once it committed the batch (publication.py).
+  The task also reports, per part, the members that restore entries of it, and its processors'
+  coalescer states, for batch k+1.
 
 A retried task restores the same state and reads the same bounded input, so it redoes exactly
 the same work: nothing is lost or duplicated. A source may end a batch short of its budget
 (it had no more at hand), so the first run of each task records what its sources emitted
-(`DirectorySnapshotStore.record_batch_input`) and a task run again emits exactly that.
+(`DirectorySnapshotStore.record_batch_input`, the first attempt to record wins) and a task run
+again emits exactly that; an attempt that emitted something else than the record that stands
+(two attempts ran at once) fails before it writes its part, and Spark runs it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import secrets
+import socket
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import TaskContext
 
 from jetspark.core.runtime.budget import BudgetedOutbox
+from jetspark.core.runtime.coalescer import CarriedWatermarks
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.runtime.restore import RestoredProcessor
 from jetspark.core.runtime.snapshot_tasklet import SnapshottingTasklet
@@ -38,9 +50,11 @@ from jetspark.core.snapshot_store import (
     ProcessorSnapshot,
     held_by,
 )
-from jetspark.core.spark.stages.records import BATCH, SNAPSHOT, result_record
+from jetspark.core.spark.microbatch.publication import SealedFiles
+from jetspark.core.spark.stages.records import BATCH, PUBLISH, SNAPSHOT, result_record
 from jetspark.core.spark.stages.task import TaskSnapshot
-from jetspark.core.spark.task_restore import RestoreSpec
+from jetspark.core.spark.stages.task_stores import TaskStores
+from jetspark.core.spark.task_restore import RestoreSpec, restoring_members
 
 
 @dataclass(frozen=True)
@@ -61,12 +75,42 @@ class BatchSpec:
     """Names this run of the batch (letters and digits): a task run again within it redoes
     its first run's input exactly; a driver that runs the batch again after a crash starts
     afresh (another member count may give the processors other input)."""
+    carried_watermarks: Mapping[ProcessorKey, CarriedWatermarks] = field(default_factory=dict)
+    """Each processor's watermark coalescer at the end of the previous batch of this run (the
+    same layout), so that a quiet input does not hold the coalesced watermark back."""
 
     def coordinator(
         self, plan: JobPlan, stage: int, member: int, vertices: list[str]
     ) -> BatchCoordinator:
         """The coordinator of one task of this batch."""
         return BatchCoordinator(plan, self, stage, member, vertices)
+
+    def task_stores(self, shipped: Any, rdd_input: Any) -> BatchStores:
+        """The stores of one task of this batch."""
+        return BatchStores(shipped, rdd_input)
+
+
+class BatchStores(TaskStores):
+    """The stores of a micro-batch task: TaskStores, and where transactional sinks leave the
+    files they sealed for the driver to publish once the batch is committed."""
+
+    def __init__(self, shipped: Any, rdd_input: Any = None) -> None:
+        super().__init__(shipped, rdd_input)
+        self.sealed: list[SealedFiles] = []
+
+    def publish_on_commit(
+        self,
+        vertex: str,
+        index: int,
+        directory: str,
+        files: tuple[tuple[str, str], ...],
+        temporaries: str,
+    ) -> None:
+        """Processor `index` of `vertex` sealed `files` ((temporary, final) paths) in
+        `directory`, whose temporary files match `temporaries`: the driver renames them once
+        this batch is committed, and removes the other temporary files."""
+        host = socket.gethostname()
+        self.sealed.append(SealedFiles(vertex, index, directory, files, temporaries, host))
 
 
 class _NoStore:
@@ -97,6 +141,7 @@ class BatchCoordinator(TaskSnapshot):
         self.source_item_budget = spec.item_budget
         self.sources_read_to_the_end = spec.sources_read_to_the_end
         self.unbudgeted_sources = spec.unbudgeted_sources
+        self.carried_watermarks = spec.carried_watermarks
         self._in_progress = True
         self._member = member
         self._vertices = vertices
@@ -143,21 +188,37 @@ class BatchCoordinator(TaskSnapshot):
         }
         if budgeted and not self.replayed_input:
             emitted = {key: outbox.spent for key, outbox in budgeted.items()}
-            spec.store.record_batch_input(spec.snapshot_id, self._input_record, emitted)
+            recorded = spec.store.record_batch_input(spec.snapshot_id, self._input_record, emitted)
+            if recorded != emitted:
+                raise RuntimeError(
+                    f"another attempt of task {self._task} of snapshot {spec.snapshot_id} "
+                    f"recorded that its sources emitted {recorded}, this one emitted {emitted}: "
+                    "this attempt is discarded, and a run again emits what the record says"
+                )
         task = TaskContext.get()
-        attempt = task.attemptNumber() if task is not None else 0
-        # a name per attempt: a late or speculative attempt never replaces the part the
-        # driver commits (the one of the attempt whose records it collected)
+        attempt = task.taskAttemptId() if task is not None else secrets.token_hex(8)
+        # a name per attempt: another attempt never replaces the part the driver commits (the
+        # one of the attempt whose records it collected)
         name = f"{self._task}-attempt{attempt}"
         tag = spec.store.write_part(spec.snapshot_id, name, states)
-        yield result_record(self._member, stage, SNAPSHOT, name, (tag, held_by(states)))
+        readers = restoring_members(self._plan, states)
+        yield result_record(self._member, stage, SNAPSHOT, name, (tag, held_by(states), readers))
+        sealed = self._plan.stores.sealed
+        if sealed:
+            yield result_record(self._member, stage, PUBLISH, "", sealed)
         vertex_bytes: dict[str, int] = {}
         for (vertex, _), state in states.items():
             vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + len(state.data)
         exhausted = any(o.spent >= spec.item_budget for o in budgeted.values())
         sources = [self._tasklets[key] for key in self._sources if key in self._tasklets]
         spent = sum(_items_emitted(t.outbox) for t in sources)
-        yield result_record(self._member, stage, BATCH, "", (spent, exhausted, vertex_bytes))
+        watermarks = {
+            key: tasklet.coalescer.carried()
+            for key, tasklet in self._tasklets.items()
+            if tasklet.streams
+        }
+        facts = (spent, exhausted, vertex_bytes, watermarks)
+        yield result_record(self._member, stage, BATCH, "", facts)
 
 
 def _items_emitted(outbox: Any) -> int:

@@ -4,16 +4,22 @@ Batch k is one Spark job over the DAG (see batch.py for what its tasks do): it r
 snapshot k-1 and ends with snapshot k. Before it starts the driver fixes everything a task
 needs to redo it identically (the snapshot to restore, the sources' item budget); when the
 Spark job succeeded, the driver writes snapshot k's manifest (the commit), adds the sinks'
-results to its stores, and starts batch k+1. The next batch's processors are restored from a
-committed snapshot, which is when transactional sinks publish what it holds.
+results to its stores, publishes the files transactional sinks sealed (publication.py: Jet's
+second phase, at once, whatever comes next) and starts batch k+1.
+
+A batch whose Spark job fails for a reason other than a processor's exception (a lost executor,
+Python worker or task, a fetch failure) runs again from the last committed snapshot, as a Jet
+job restarts when it loses a member: at most `JobConfig.max_restarts` times in the job's life,
+each logged and counted in `job.metrics.restarts`. A processor's exception fails the job with
+the JobFailedError naming vertex, processor and callback.
 
 The snapshot interval is the batch length: when the sources had nothing more to read, the next
 batch starts one interval after the previous one started; while they are behind (a source
 spent its budget), the next one starts at once, with the budget scaled so that a batch takes
-about BUSY_FRACTION of an interval: a transactional sink publishes what batch k read when batch
-k+1 commits, so that leaves room for the batches' jitter within two intervals. The loop ends
-when every processor has completed (a bounded job, whose results then equal those of the same
-DAG without a guarantee) or when the job is cancelled.
+about BUSY_FRACTION of an interval, which keeps a result within two intervals of its event
+despite the batches' jitter. The loop ends when every processor has completed (a bounded job,
+whose results then equal those of the same DAG without a guarantee) or when the job is
+cancelled.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ import logging
 import secrets
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from py4j.protocol import Py4JError
+from pyspark.errors.exceptions.captured import CapturedException
 
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
+from jetspark.core.runtime.coalescer import CarriedWatermarks
 from jetspark.core.runtime.metrics import (
     RECENT_BATCHES,
     RECENT_SNAPSHOTS,
@@ -34,17 +44,26 @@ from jetspark.core.runtime.metrics import (
     SnapshotReport,
 )
 from jetspark.core.runtime.plan import JobPlan, plan_job
-from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
+from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, ProcessorKey, Snapshot
+from jetspark.core.spark.failures import failure_facts, missing_module, spark_error_summary
 from jetspark.core.spark.job import EngineFacts, SparkJob
-from jetspark.core.spark.job_group import GroupJobs
+from jetspark.core.spark.job_group import GroupJobs, wait_for_tasks_to_end
 from jetspark.core.spark.metrics import accumulate_metrics
 from jetspark.core.spark.microbatch.batch import BatchSpec
+from jetspark.core.spark.microbatch.publication import (
+    SealedFiles,
+    check_visible,
+    publish,
+    publish_recorded,
+    remove_stale_temporaries,
+)
 from jetspark.core.spark.shipped_stores import shipped_contents
 from jetspark.core.spark.stages.plan import plan_stages
-from jetspark.core.spark.stages.records import BATCH, SNAPSHOT, is_collected_result
+from jetspark.core.spark.stages.records import BATCH, PUBLISH, SNAPSHOT, is_collected_result
 from jetspark.core.spark.stages.run import apply_results
 from jetspark.core.spark.stages.translate import translate
 from jetspark.core.spark.task_restore import held_in, restore_spec
+from jetspark.core.stores import Stores
 
 _log = logging.getLogger("jetspark.spark")
 
@@ -113,13 +132,23 @@ class MicroBatchRunner:
         self._batch_reports: deque[BatchReport] = deque(maxlen=RECENT_BATCHES)
         self._snapshot_reports: deque[SnapshotReport] = deque(maxlen=RECENT_SNAPSHOTS)
         self._batch_count = 0
+        self._restarts = 0
         self._spark_jobs = GroupJobs(engine.context, job.group)
         self.last: Snapshot | None = None
         """The last committed snapshot (or the one the job restores)."""
+        self._watermarks: dict[ProcessorKey, CarriedWatermarks] = {}
+        """The processors' watermark coalescers after the last committed batch of this run."""
+        self._readers: dict[str, frozenset[int]] | None = None
+        """Which members read each part of the last committed snapshot, when this run wrote
+        it (None: the run restores a snapshot taken elsewhere, maybe at another layout)."""
 
     def start(self) -> None:
-        """Fixes the snapshot the first batch restores (copied into the store if need be)."""
+        """Fixes the snapshot the first batch restores (copied into the store if need be) and
+        publishes what its sinks sealed, in case a driver stopped between its commit and its
+        publication."""
         self.last = held_in(self.store, self._restore_from)
+        if self.last is not None:
+            publish_recorded(self.store, self.last.snapshot_id)
 
     def run(self, config: Any) -> None:
         """Runs batches until every processor completed; raises JobCancelledError on cancel."""
@@ -143,12 +172,20 @@ class MicroBatchRunner:
         self, config: Any, snapshot_id: int, rdd_sources: dict[str, Any] | None = None
     ) -> tuple[BatchReport, bool]:
         """Runs one batch as a Spark job from `self.last` to snapshot `snapshot_id` and commits
-        it; returns its report and whether every processor has completed. `rdd_sources`: the
-        RDD each Spark-stream vertex reads in this batch."""
-        started = time.monotonic()
-        report, self.last, finished, vertex_bytes = self._run_batch(
-            config, snapshot_id, self.last, started, rdd_sources
-        )
+        it, again after an infrastructure failure (module docstring); returns its report and
+        whether every processor has completed. `rdd_sources`: the RDD each Spark-stream vertex
+        reads in this batch."""
+        while True:
+            started = time.monotonic()
+            try:
+                report, self.last, finished, vertex_bytes = self._run_batch(
+                    config, snapshot_id, self.last, started, rdd_sources
+                )
+                break
+            except Exception as failure:
+                if not self._restartable(failure, config.max_restarts):
+                    raise
+                self._restart_after(failure, config.max_restarts)
         job = self.job
         self._batch_reports.append(report)
         self._snapshot_reports.append(
@@ -174,11 +211,41 @@ class MicroBatchRunner:
         )
         return report, finished
 
+    def _restartable(self, failure: BaseException, max_restarts: int) -> bool:
+        """True for a failure of the batch's Spark job that is not a processor's own (nor a
+        module the executors lack), while the job has restarts left and is not cancelled."""
+        if not isinstance(failure, (Py4JError, CapturedException)):
+            return False  # raised on the driver: running the batch again would raise it again
+        text = str(failure)
+        return (
+            not self.job.cancel_event.is_set()
+            and self._restarts < max_restarts
+            and self._engine.context._jsc is not None
+            and failure_facts(text) is None
+            and missing_module(text) is None
+        )
+
+    def _restart_after(self, failure: BaseException, max_restarts: int) -> None:
+        """Counts and logs a restart, once the failed batch's tasks stopped."""
+        wait_for_tasks_to_end(self._engine.context, self.job.group)
+        self._restarts += 1
+        self._publish_metrics()
+        last = self.last
+        _log.warning(
+            "%s: a batch's Spark job failed (%.300s); restart %d of at most %d, from snapshot %s",
+            self.job.name,
+            spark_error_summary(str(failure)),
+            self._restarts,
+            max_restarts,
+            last.snapshot_id if last is not None else "none (from the start)",
+        )
+
     def _publish_metrics(self) -> None:
         metrics = self.metrics
         metrics.batches = list(self._batch_reports)
         metrics.snapshots = list(self._snapshot_reports)
         metrics.batch_count = self._batch_count
+        metrics.restarts = self._restarts
         metrics.execution_mode = MICRO_BATCH
         self.job.publish_metrics(metrics)
 
@@ -201,10 +268,11 @@ class MicroBatchRunner:
                 snapshot_id=snapshot_id,
                 store=self.store,
                 item_budget=self._budget,
-                restore=restore_spec(last, plan) if last is not None else None,
+                restore=restore_spec(last, plan, self._readers) if last is not None else None,
                 sources_read_to_the_end=self._read_to_the_end,
                 unbudgeted_sources=frozenset(rdd_sources or ()),
                 run=secrets.token_hex(8),
+                carried_watermarks=self._watermarks,
             )
             engine.context.setJobGroup(
                 job.group,
@@ -214,16 +282,9 @@ class MicroBatchRunner:
             shipped = engine.context.broadcast(shipped_contents(dag, engine.stores))
             translation = translate(engine.context, dag, plan, stages, shipped, spec, rdd_sources)
             results = translation.final.filter(is_collected_result).collect()
-            parts, facts = self._batch_facts(results)
-            self.store.commit(
-                snapshot_id,
-                plan.member_count,
-                {name: v.local_parallelism for name, v in plan.vertices.items()},
-                parts,
+            batch_metrics, facts = commit_batch(
+                self.store, engine.stores, snapshot_id, plan, results
             )
-            # sink writes reach the driver's stores only once their batch is committed: a
-            # failed commit leaves nothing to apply twice when the batch runs again
-            batch_metrics = apply_results(engine.stores, results)
             self.metrics = accumulate_metrics(self.metrics, batch_metrics)
         except BaseException as failure:
             error = failure
@@ -234,32 +295,14 @@ class MicroBatchRunner:
             if plan is not None:
                 plan.close(error)
         committed = self.store.committed(snapshot_id)
-        spent, behind, vertex_bytes = facts
+        self._watermarks, self._readers = facts.watermarks, facts.readers
         duration = time.monotonic() - started
-        state_bytes = sum(vertex_bytes.values())
-        report = BatchReport(snapshot_id, spent, duration, state_bytes, behind, self._budget)
+        state_bytes = sum(facts.vertex_bytes.values())
+        report = BatchReport(
+            snapshot_id, facts.input_items, duration, state_bytes, facts.behind, self._budget
+        )
         finished = all(committed.completed_flags().values())
-        return report, committed, finished, vertex_bytes
-
-    @staticmethod
-    def _batch_facts(
-        results: list[Any],
-    ) -> tuple[dict[str, tuple[bytes, Held]], tuple[int, bool, dict[str, int]]]:
-        """The snapshot's parts (name -> tag and what it holds) and the batch facts (items
-        read, behind, state bytes per vertex) among the batch's results."""
-        parts: dict[str, tuple[bytes, Held]] = {}
-        spent, behind, vertex_bytes = 0, False, {}
-        for _member, body in results:
-            _, kind, name, payload, _stage = body
-            if kind == SNAPSHOT:
-                tag, held = payload
-                parts[name] = (tag, tuple(map(tuple, held)))
-            elif kind == BATCH:
-                spent += payload[0]
-                behind = behind or payload[1]
-                for vertex, size in payload[2].items():
-                    vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + size
-        return parts, (spent, behind, vertex_bytes)
+        return report, committed, finished, facts.vertex_bytes
 
     def _adapt(self, report: BatchReport, interval: float) -> None:
         """Scales the item budget so that a batch whose sources are behind takes about
@@ -271,3 +314,69 @@ class MicroBatchRunner:
         target = BUSY_FRACTION * interval
         factor = min(_MAX_GROWTH, max(1 / _MAX_GROWTH, target / report.duration_seconds))
         self._budget = max(INITIAL_ITEM_BUDGET, int(self._budget * factor))
+
+
+@dataclass
+class BatchFacts:
+    """What the tasks of a batch reported, besides their sinks' writes and metrics."""
+
+    parts: dict[str, tuple[bytes, Held]] = field(default_factory=dict)
+    """The snapshot's parts: name -> (tag, the processors it holds)."""
+    readers: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Part name -> the members whose processors restore an entry of it (task_restore.py)."""
+    input_items: int = 0
+    behind: bool = False
+    """True when a source spent its whole budget."""
+    vertex_bytes: dict[str, int] = field(default_factory=dict)
+    """Vertex -> the serialized bytes of its processors' state."""
+    sealed: list[SealedFiles] = field(default_factory=list)
+    """The files transactional sinks sealed, to publish once the batch is committed."""
+    watermarks: dict[ProcessorKey, CarriedWatermarks] = field(default_factory=dict)
+    """Each processor's watermark coalescer at the end of the batch, for the next one."""
+
+    @classmethod
+    def of(cls, results: list[Any]) -> BatchFacts:
+        """The facts among a batch's result records."""
+        facts = cls()
+        for _member, body in results:
+            _, kind, name, payload, _stage = body
+            if kind == SNAPSHOT:
+                tag, held, readers = payload
+                facts.parts[name] = (tag, tuple(map(tuple, held)))
+                facts.readers[name] = readers
+            elif kind == BATCH:
+                spent, exhausted, vertex_bytes, watermarks = payload
+                facts.input_items += spent
+                facts.behind = facts.behind or exhausted
+                for vertex, size in vertex_bytes.items():
+                    facts.vertex_bytes[vertex] = facts.vertex_bytes.get(vertex, 0) + size
+                facts.watermarks.update(watermarks)
+            elif kind == PUBLISH:
+                facts.sealed.extend(payload)
+        return facts
+
+
+def commit_batch(
+    store: DirectorySnapshotStore,
+    stores: Stores,
+    snapshot_id: int,
+    plan: JobPlan,
+    results: list[Any],
+) -> tuple[JobMetrics, BatchFacts]:
+    """Commits snapshot `snapshot_id` from the results its batch's Spark job brought back
+    (once the driver sees every file the batch's sinks sealed), then adds the sinks' list and
+    map writes to `stores`, publishes the sealed files and removes the sinks' stale temporary
+    files (publication.py). Returns the batch's metrics and facts."""
+    facts = BatchFacts.of(results)
+    check_visible(facts.sealed, snapshot_id)
+    files = [pair for sink in facts.sealed for pair in sink.files]
+    if files:
+        store.record_publications(snapshot_id, files)
+    layout = {name: v.local_parallelism for name, v in plan.vertices.items()}
+    store.commit(snapshot_id, plan.member_count, layout, facts.parts)
+    # sink writes reach the driver's stores only once their batch is committed: a failed
+    # commit leaves nothing to apply twice when the batch runs again
+    metrics = apply_results(stores, results)
+    publish(files)
+    remove_stale_temporaries(facts.sealed)
+    return metrics, facts

@@ -7,7 +7,8 @@ is co-partitioned and `union` keeps each input's records together, in input orde
 - Edge record body: `(edge id, target local index, upstream global index, sequence, payload)`;
   payload is `encode_batch(chunk)` bytes, a `Watermark`, or None for "upstream done".
 - Result record body: `(RESULT, kind, name, payload, stage)`: what sinks wrote to named lists and
-  maps, RDD-sink items, metrics and, in micro-batches, snapshot parts and batch facts, from
+  maps, RDD-sink items, metrics and, in micro-batches, snapshot parts, batch facts and sealed
+  files, from
   `stage`. Results ride along through one consumer stage of each stage (its heir) to a
   terminal stage, whose output the driver reads.
 """
@@ -20,8 +21,9 @@ RESULT = -1
 """The edge id of result records."""
 
 LIST, MAP, RDD, METRICS = "list", "map", "rdd", "metrics"
-SNAPSHOT, BATCH = "snapshot", "batch"
-"""Micro-batches: a part file of the batch's snapshot; the batch facts of one task."""
+SNAPSHOT, BATCH, PUBLISH = "snapshot", "batch", "publish"
+"""Micro-batches: a part file of the batch's snapshot; the batch facts of one task; the files
+its transactional sinks sealed, for the driver to publish once it committed the batch."""
 
 
 def member_of_key(key: Any) -> int:

@@ -34,6 +34,10 @@ class StageSnapshots(Protocol):
         """The coordinator of one task of the run."""
         ...
 
+    def task_stores(self, shipped: Any, rdd_input: Any) -> TaskStores:
+        """The stores of one task of the run."""
+        ...
+
 
 @dataclasses.dataclass
 class StageTask:
@@ -58,7 +62,10 @@ class StageTask:
         if self.rdd_source is not None:
             rdd_input, records = records, iter(())
         shipped = self.shipped.value if self.shipped is not None else None
-        stores = TaskStores(shipped, rdd_input)
+        if self.batch is not None:
+            stores = self.batch.task_stores(shipped, rdd_input)
+        else:
+            stores = TaskStores(shipped, rdd_input)
         exchange = SparkExchange(records, self.stage, self.heir_of)
         plan = dataclasses.replace(self.plan, stores=stores)
         batch = None
