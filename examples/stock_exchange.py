@@ -516,7 +516,7 @@ class SparkSnapshots:
 
     @property
     def saved(self) -> int:
-        return 0 if self._job is None else len(self._job.metrics.batches)
+        return 0 if self._job is None else self._job.metrics.batch_count
 
     @property
     def last_id(self) -> int:
