@@ -136,23 +136,25 @@ class RangeLineReader:
                 limit = end - self.position
                 if cut >= limit - 1:  # the block reaches the first line start past `end`
                     cut = _line_end(block, int(limit) - 1)
-                    yield self.position, self._lines(block[: cut + 1])
+                    yield self.position, decode_lines(block[: cut + 1], self._charset)
                     self.position += cut + 1
                     return
-                yield self.position, self._lines(block[: cut + 1])
+                yield self.position, decode_lines(block[: cut + 1], self._charset)
                 self.position += cut + 1
                 carry = bytearray(block[cut + 1 :])
 
-    def _lines(self, data: bytes) -> list[str]:
-        """The lines of `data`, which ends with a line end: decoded at once, split as bytes."""
-        text = data.decode(self._charset)
-        lines = text.splitlines()
-        line_ends = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
-        if len(lines) == line_ends:
-            return lines
-        # the text holds a character str.splitlines() also splits on (\v, \f, \x1c-\x1e,
-        # \x85, \u2028, \u2029): split the bytes instead, on line ends only
-        return [line.decode(self._charset) for line in data.splitlines()]
+
+def decode_lines(data: bytes, charset: str) -> list[str]:
+    """The lines of `data`, which ends with a line end: decoded at once, split as bytes (on
+    `\\n`, `\\r\\n` and `\\r` only); UnicodeDecodeError when some bytes are not `charset`."""
+    text = data.decode(charset)
+    lines = text.splitlines()
+    line_ends = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    if len(lines) == line_ends:
+        return lines
+    # the text holds a character str.splitlines() also splits on (\v, \f, \x1c-\x1e,
+    # \x85, \u2028, \u2029): split the bytes instead, on line ends only
+    return [line.decode(charset) for line in data.splitlines()]
 
 
 def _line_end(block: bytes, index: int) -> int:

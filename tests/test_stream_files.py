@@ -159,9 +159,9 @@ class AppendedWhileRunning(StreamFilesP):
     """stream_files_p whose directory gets one more write before each `complete()` call.
 
     TestSupport snapshots and restores between calls, so every write is read by whichever
-    instance runs then. A run's first instance (not restored before its first call) empties the
-    directory and starts the script again; the source completes once `total` lines were emitted
-    in the run (the real one waits for its directory to be deleted).
+    instance runs then. A run's first instance (not restored before its first call) removes the
+    files the script writes and starts it again; the source completes once `total` lines were
+    emitted in the run (the real one waits for its directory to be deleted).
     """
 
     poll_seconds = 0.0  # looks at the directory on every call
@@ -185,8 +185,9 @@ class AppendedWhileRunning(StreamFilesP):
     def complete(self) -> bool:
         if self._fresh:
             self._fresh = False
-            shutil.rmtree(self._path, ignore_errors=True)
-            self._path.mkdir()
+            self._path.mkdir(exist_ok=True)
+            for name in {name for name, _ in self._writes}:
+                (self._path / name).unlink(missing_ok=True)
             self.run.update(written=0, emitted=0)
         if self.run["emitted"] >= self._total:
             return True
@@ -218,12 +219,16 @@ def test_support_verifies_snapshots_and_restores_between_appends(tmp_path: Path)
 
 @pytest.mark.parametrize("index", [0, 1])
 def test_support_each_of_two_processors_reads_the_files_it_owns(tmp_path: Path, index: int) -> None:
-    names = [f"f{n}.log" for n in range(8)]
-    writes = [(name, f"{name} 1\n{name} 2\n".encode()) for name in names]
-    mine = [f"{name} {n}" for name in names if file_owner(name, 2) == index for n in (1, 2)]
-    assert 0 < len(mine) < 2 * len(names)
+    directory = tmp_path / "logs"
+    directory.mkdir()
+    owners: dict[str, int] = {}  # files are owned by inode: at least 8, on both processors
+    while len(owners) < 8 or len(set(owners.values())) < 2:
+        path = directory / f"f{len(owners)}.log"
+        path.write_text(f"{path.name} 1\n{path.name} 2\n")
+        owners[path.name] = file_owner(path.stat().st_ino, 2)
+    mine = [f"{name} {n}" for name, owner in owners.items() if owner == index for n in (1, 2)]
     TestSupport.verify_processor(
-        lambda: AppendedWhileRunning(tmp_path / "logs", writes, len(mine))
+        lambda: AppendedWhileRunning(directory, [], len(mine))
     ).local_parallelism(2).total_parallelism(2).local_processor_index(index).global_processor_index(
         index
     ).disable_progress_assertion().output_checker(TestSupport.SAME_ITEMS_ANY_ORDER).expect_output(
