@@ -1,8 +1,10 @@
 """A driver process for the micro-batch failure tests (no tests here).
 
-`python spark_streaming_child.py WORK MODE N [DELAY_MS]` runs a two-stage exactly-once job on
-SparkEngine into transactional files in WORK/out, with its snapshots in WORK/snapshots,
-continuing from the latest snapshot there:
+`python spark_streaming_child.py WORK MODE N [DELAY_MS [EXECUTION_MODE]]` runs a two-stage
+exactly-once job on SparkEngine into transactional files in WORK/out, with its snapshots in
+WORK/snapshots, continuing from the latest snapshot there, as micro-batches or (EXECUTION_MODE
+`continuous`) continuously, its numbers then from `GatedNumbers`, which keeps a `kill` run going
+until long after its kill:
 
 - `kill`: local[2]; once N snapshots of this run are committed, waits DELAY_MS and kills this
   process with SIGKILL (so the kill falls anywhere in a batch);
@@ -26,11 +28,14 @@ from pyspark import TaskContext
 
 from jetspark.core import (
     DAG,
+    AbstractProcessor,
     DirectorySnapshotStore,
+    ExecutionMode,
     JobCancelledError,
     JobConfig,
     ProcessingGuarantee,
 )
+from jetspark.core.snapshot_keys import broadcast_key
 from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.session import create_context
 from jetspark.edges import between
@@ -64,14 +69,59 @@ def _number(offset: int) -> int:
     return offset
 
 
+GATE = NUMBERS // 2
+GATE_COMMITS = 1000
+"""A gated run holds its numbers from GATE on until this many snapshots of it are committed,
+so a kill after a few commits always falls in the middle of the run."""
+
+
+class GatedNumbers(AbstractProcessor):
+    """A replayable source of the numbers below NUMBERS (processor i of n: i, i + n, ...); with
+    `gated`, from GATE on it emits only once GATE_COMMITS snapshots of this run are committed."""
+
+    def __init__(self, snapshots: str, gated: bool) -> None:
+        super().__init__()
+        self.snapshots, self.gated = snapshots, gated
+        self.next = 0
+        self.first_commit = 0
+
+    def init(self, outbox: Any, context: Any) -> None:
+        super().init(outbox, context)
+        self.next = context.global_processor_index
+        self.first_commit = max(_committed_ids(self.snapshots), default=0)
+
+    def complete(self) -> bool:
+        step = self.context.total_parallelism
+        while self.next < NUMBERS:
+            if self.gated and self.next >= GATE and not self._gate_open():
+                return False
+            if not self.try_emit(self.next):
+                return False
+            self.next += step
+        return True
+
+    def _gate_open(self) -> bool:
+        newest = max(_committed_ids(self.snapshots), default=0)
+        return newest - self.first_commit >= GATE_COMMITS
+
+    def save_to_snapshot(self) -> bool:
+        index = self.context.global_processor_index
+        return self.try_emit_to_snapshot(broadcast_key(index), self.next)
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if key.key == self.context.global_processor_index:
+            self.next = value
+
+
 def _key(item: Any) -> Any:
     return item
 
 
-def two_stage_dag(out: str, first: Any, second: Any) -> DAG:
+def two_stage_dag(out: str, first: Any, second: Any, numbers: Any = None) -> DAG:
     """numbers -> first (local) -> second (distributed, partitioned) -> transactional files."""
     dag = DAG("numbers-to-files")
-    source = dag.new_vertex("numbers", read_journal_p(_number, count=NUMBERS, partition_count=8))
+    numbers = numbers or read_journal_p(_number, count=NUMBERS, partition_count=8)
+    source = dag.new_vertex("numbers", numbers)
     one = dag.new_vertex("first", map_p(first))
     two = dag.new_vertex("second", map_p(second))
     sink = dag.new_vertex("sink", write_file_transactional_p(out))
@@ -166,7 +216,7 @@ def _published(out: str) -> list[str]:
     return lines
 
 
-def main(work: str, mode: str, n: int, delay_ms: int) -> None:
+def main(work: str, mode: str, n: int, delay_ms: int, execution: str = "micro_batch") -> None:
     master = "local[2,3]" if mode == "retry" else "local[2]"
     context = create_context(master, "jetspark-streaming-child")
     if mode.startswith("stream-"):
@@ -176,19 +226,26 @@ def main(work: str, mode: str, n: int, delay_ms: int) -> None:
     engine = SparkEngine(context, members=2, batch_items=BATCH_ITEMS)
     snapshots = os.path.join(work, "snapshots")
     store = DirectorySnapshotStore(snapshots)
+    execution_mode = ExecutionMode(execution)
+    numbers = None
     if mode == "retry":
         first, second = FailFirstAttempt(n), FailFirstAttempt(n)
     else:
         first = second = _key
+    if execution_mode is ExecutionMode.CONTINUOUS:
+        gated = mode == "kill"
+        numbers = lambda: GatedNumbers(snapshots, gated)  # noqa: E731
     if mode == "kill":
         threading.Thread(
             target=_kill_after, args=(snapshots, n, delay_ms / 1000), daemon=True
         ).start()
     config = JobConfig(
-        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=10
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=10,
+        execution_mode=execution_mode,
     )
     job = engine.new_job(
-        two_stage_dag(os.path.join(work, "out"), first, second),
+        two_stage_dag(os.path.join(work, "out"), first, second, numbers),
         config,
         snapshot_store=store,
         restore_from=store.latest(),
@@ -199,4 +256,10 @@ def main(work: str, mode: str, n: int, delay_ms: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+    main(
+        sys.argv[1],
+        sys.argv[2],
+        int(sys.argv[3]),
+        int(sys.argv[4]) if len(sys.argv) > 4 else 0,
+        *sys.argv[5:6],
+    )

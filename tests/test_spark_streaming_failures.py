@@ -1,6 +1,7 @@
-"""Micro-batches survive failures: a task failing in every stage, a driver killed with SIGKILL
-anywhere in a batch. Each run is a driver subprocess (tests/spark_streaming_child.py) with its
-own SparkContext; every assertion is on the committed files, never on timing."""
+"""Jobs with a guarantee survive failures: a task failing in every stage of a micro-batch, a
+driver killed with SIGKILL anywhere in a micro-batch or a continuous run, then run again. Each
+run is a driver subprocess (tests/spark_streaming_child.py) with its own SparkContext; every
+assertion is on the committed files, never on timing."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ CHILD = Path(__file__).with_name("spark_streaming_child.py")
 EXPECTED = sorted(str(n) for n in range(child.NUMBERS))
 
 
-def run_child(work: Path, mode: str, n: int, delay_ms: int = 0) -> subprocess.CompletedProcess[str]:
+def run_child(
+    work: Path, mode: str, n: int, delay_ms: int = 0, execution: str = "micro_batch"
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     return subprocess.run(
-        [sys.executable, str(CHILD), str(work), mode, str(n), str(delay_ms)],
+        [sys.executable, str(CHILD), str(work), mode, str(n), str(delay_ms), execution],
         capture_output=True,
         text=True,
         timeout=400,
@@ -52,6 +55,27 @@ def test_a_driver_killed_anywhere_in_a_batch_then_run_again_commits_every_line_o
     killed = run_child(work, "kill", batches, delay_ms)
     assert killed.returncode == -9, killed.stderr[-3000:]
     finished = run_child(work, "finish", 0)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert committed_lines(str(work / "out")) == EXPECTED
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(snapshots=st.integers(1, 4), delay_ms=st.integers(0, 400))
+def test_a_continuous_driver_killed_anywhere_then_run_again_commits_every_line_once(
+    tmp_path_factory: pytest.TempPathFactory, snapshots: int, delay_ms: int
+) -> None:
+    """The kill falls after `snapshots` commits of the run plus `delay_ms`: between snapshots,
+    during one, or between a commit and its publication; the second run continues from the
+    last committed snapshot."""
+    work = tmp_path_factory.mktemp("killed-continuous")
+    killed = run_child(work, "kill", snapshots, delay_ms, "continuous")
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    finished = run_child(work, "finish", 0, 0, "continuous")
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert committed_lines(str(work / "out")) == EXPECTED
 

@@ -307,8 +307,7 @@ class ContinuousCoordinator:
         )
         epoch.snapshot_id, epoch.started, epoch.parts = snapshot_id, time.monotonic(), {}
         self._next_start = max(time.monotonic(), self._next_start) + self._interval
-        for connection in epoch.members.values():
-            connection.send(control.SNAPSHOT, snapshot_id)
+        _tell_all(epoch, control.SNAPSHOT, snapshot_id)
 
     def _part(
         self,
@@ -362,8 +361,7 @@ class ContinuousCoordinator:
         self.last_committed = self._store.committed(snapshot_id)
         epoch.snapshot_id = None
         _log.info("%s: snapshot %d committed", self._job_name, snapshot_id)
-        for connection in epoch.members.values():
-            connection.send(control.COMMITTED, snapshot_id)
+        _tell_all(epoch, control.COMMITTED, snapshot_id)
 
     def _complete(self, epoch: _Epoch) -> None:
         """Every member finished: their remaining writes count, the job completed."""
@@ -372,8 +370,7 @@ class ContinuousCoordinator:
         epoch.reported.clear()
         epoch.staged.clear()
         self.completed.set()
-        for connection in epoch.members.values():
-            connection.send(control.COMPLETED)
+        _tell_all(epoch, control.COMPLETED)
 
     def _apply(self, records: list[Any]) -> None:
         """Sink writes into the driver's stores, in the order the member sent them."""
@@ -382,3 +379,11 @@ class ContinuousCoordinator:
                 self._stores.get_list(name).extend(decode_batch(payload))
             elif kind == MAP:
                 self._stores.get_map(name).update(decode_batch(payload))
+
+
+def _tell_all(epoch: _Epoch, kind: str, payload: Any = None) -> None:
+    """Sends a message to every member of `epoch`; a member that is gone is not an error here
+    (its task's failure fails the stage, and the run loop restarts the job)."""
+    for connection in list(epoch.members.values()):
+        with contextlib.suppress(OSError):
+            connection.send(kind, payload)

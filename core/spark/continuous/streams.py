@@ -60,19 +60,22 @@ def link_key(link: Link) -> LinkKey:
 
 
 class StreamChannel:
-    """The sending end of one link: a `Channel` whose room is the link's unacknowledged window."""
+    """The sending end of one link: a `Channel` whose room is the link's unacknowledged window.
 
-    __slots__ = ("_buffer", "_out", "acked", "bytes", "done", "entries", "key", "sent", "window")
+    The upstream processor pushes from its own thread when it is non-cooperative, so pushes only
+    append to a deque; the member's stream tasklet frames them (`frame_into`) on its thread.
+    """
 
-    def __init__(self, link: Link, out: bytearray) -> None:
+    __slots__ = ("_pending", "acked", "bytes", "done", "entries", "key", "sent", "window")
+
+    def __init__(self, link: Link) -> None:
         self.key = link_key(link)
-        self._out = out
-        self._buffer: list[Any] = []
+        self._pending: deque[Any] = deque()
         self.window = WINDOW_QUEUES * link.edge.queue_size
         self.sent = 0
-        """Entries pushed (items and control entries)."""
+        """Entries pushed (items and control entries); written by the upstream only."""
         self.acked = 0
-        """Entries the receiver moved into the downstream queue."""
+        """Entries the receiver moved into the downstream queue; written by the stream only."""
         self.done = False
         """True once DONE_ITEM was pushed."""
         self.entries = 0
@@ -83,35 +86,48 @@ class StreamChannel:
         return self.window - self.sent + self.acked
 
     def push(self, chunk: list[Any]) -> None:
-        """Buffers `chunk` for the frame this link sends at the end of the round."""
-        self._buffer.extend(chunk)
+        """Queues `chunk` for the frame this link sends at the end of the round."""
         self.sent += len(chunk)
+        self._pending.append(chunk)
 
     def push_control(self, entry: Any) -> None:
-        """Frames what is buffered, then the watermark, barrier or end of the link."""
-        self.flush()
-        body = _DONE_MARK if entry is DONE_ITEM else pickle.dumps(entry, protocol=5)
-        self._frame(CONTROL, 1, body)
+        """Queues the watermark, barrier or end of the link, in order with the items."""
         self.sent += 1
-        self.done = entry is DONE_ITEM
+        self._pending.append(entry)
+        if entry is DONE_ITEM:
+            self.done = True
 
-    def flush(self) -> None:
-        """Frames the buffered items (one DATA frame)."""
-        if self._buffer:
-            items, self._buffer = self._buffer, []
-            body = encode_batch(items, classes_by_value=True)
-            self._frame(DATA, len(items), body)
-            self.bytes += len(body)
+    def frame_into(self, out: bytearray) -> None:
+        """Appends what was pushed to `out`: one DATA frame per run of chunks, one CONTROL
+        frame per control entry."""
+        pending = self._pending
+        items: list[Any] = []
+        while pending:
+            entry = pending.popleft()
+            if type(entry) is list:
+                items.extend(entry)
+                continue
+            self._data_frame(out, items)
+            items = []
+            body = _DONE_MARK if entry is DONE_ITEM else pickle.dumps(entry, protocol=5)
+            self._frame(out, CONTROL, 1, body)
+        self._data_frame(out, items)
 
     @property
     def finished(self) -> bool:
         """True once the link ended and the receiver took everything."""
-        return self.done and self.acked == self.sent and not self._buffer
+        return self.done and self.acked == self.sent and not self._pending
 
-    def _frame(self, kind: int, count: int, body: bytes) -> None:
+    def _data_frame(self, out: bytearray, items: list[Any]) -> None:
+        if items:
+            body = encode_batch(items, classes_by_value=True)
+            self._frame(out, DATA, len(items), body)
+            self.bytes += len(body)
+
+    def _frame(self, out: bytearray, kind: int, count: int, body: bytes) -> None:
         edge, upstream, downstream = self.key
-        self._out += _HEADER.pack(len(body), kind, edge, upstream, downstream, count)
-        self._out += body
+        out += _HEADER.pack(len(body), kind, edge, upstream, downstream, count)
+        out += body
         self.entries += count
 
 
@@ -159,7 +175,7 @@ class PeerStream:
 
     def channel(self, link: Link) -> StreamChannel:
         """The sending end of a link from this member to the peer."""
-        channel = StreamChannel(link, self._out)
+        channel = StreamChannel(link)
         self.channels.append(channel)
         self._channels_by_key[link_key(link)] = channel
         return channel
@@ -188,7 +204,7 @@ class PeerStream:
         """One round of sending, receiving and delivering; see the class docstring."""
         progress = NO_PROGRESS
         for channel in self.channels:
-            channel.flush()
+            channel.frame_into(self._out)
         if self._receive():
             progress = MADE_PROGRESS
         if self._deliver():
@@ -199,10 +215,6 @@ class PeerStream:
             self._on_done(self._socket)  # nothing more comes: stop waiting on it
             return DONE
         return progress
-
-    def wants_to_send(self) -> bool:
-        """True while frames wait for room in the socket's send buffer."""
-        return bool(self._out)
 
     def _finished(self) -> bool:
         return (
