@@ -3,7 +3,7 @@
 `map_batched_using_context_p(context_factory, batch_fn, max_batch_size)` calls
 `batch_fn(ctx, items)` on up to `max_batch_size` items taken from the head of the inbox as they
 are: it never waits for a batch to fill, so a lone item goes through at once, and a backlog goes
-through in full batches (a numpy model predicts a batch for about the cost of one item). The
+through in full batches (a numpy model's cost per call hardly depends on its rows). The
 results are emitted in order, one per item (None drops the item); an item leaves the inbox only
 once its result is accepted, so a full outbox loses and repeats nothing, and `batch_fn` is called
 once per item. Stateless, like `map_using_context_p`.
@@ -15,8 +15,9 @@ after it; the model is loaded when the next batch of items needs it, and
 `predict_batch(model, items)` gives one result per item. Items that arrive before the first
 reference are held by the processor (the engine feeds one inbound edge until its inbox is empty,
 so items left in the inbox would keep the references from ever being read) and predicted by the
-first model, before anything else; from then on every item stays in the inbox until its result
-is accepted, which is backpressure. Non-cooperative: loading a model blocks.
+first model, before anything else (watermarks pass them meanwhile); from then on every item
+stays in the inbox until its result is accepted, which is backpressure. Non-cooperative:
+loading a model blocks.
 
 Snapshot: the reference, never the model, under a broadcast key, so every processor restored at
 any parallelism loads the same model again (the oldest reference among the saved processors',
