@@ -22,7 +22,14 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 from user_project import EXPECTED_COUNTS, run_driver, write_project
 
-from jetspark.core import DAG, AbstractProcessor, JobConfig, JobFailedError, ProcessingGuarantee
+from jetspark.core import (
+    DAG,
+    AbstractProcessor,
+    ExecutionMode,
+    JobConfig,
+    JobFailedError,
+    ProcessingGuarantee,
+)
 from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.failures import (
     missing_module_advice,
@@ -45,7 +52,10 @@ from jetspark.processors.aggregate import to_list
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 JVM_FRAME = "at org.apache"
-EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
+ONE_ITEM_BATCHES = JobConfig(
+    processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, execution_mode=ExecutionMode.MICRO_BATCH
+)
+"""With SparkEngine(batch_items=1): batch 1 saves an object in a snapshot."""
 
 SPARK_ERRORS = (Py4JJavaError, CapturedException)
 """How a failed Spark action surfaces: a Py4J error, or once Spark SQL installed its handler in
@@ -208,7 +218,7 @@ def test_objects_of_classes_shipped_by_value_cross_edges_but_snapshots_need_the_
         one_item_batches = SparkEngine(spark_engine.context, batch_items=1)
         one_item_batches.get_list("numbers").extend([1, 2, 3])
         with pytest.raises(JobFailedError) as caught:  # batch 1 saves [Point(1)]
-            one_item_batches.new_job(dag, EXACTLY_ONCE).join(timeout=120)
+            one_item_batches.new_job(dag, ONE_ITEM_BATCHES).join(timeout=120)
         assert caught.value.vertex_name == "collect"
         assert (
             "module 'points' reached the executors by value: objects of its classes may cross "
@@ -217,7 +227,7 @@ def test_objects_of_classes_shipped_by_value_cross_edges_but_snapshots_need_the_
         ) in str(caught.value)
         shipped = SparkEngine(spark_engine.context, ship=[package], batch_items=1)
         shipped.get_list("numbers").extend([1, 2, 3])
-        shipped.new_job(dag, EXACTLY_ONCE).join(timeout=120)
+        shipped.new_job(dag, ONE_ITEM_BATCHES).join(timeout=120)
         assert shipped.get_map("points") == expected
     finally:
         sys.path.remove(str(tmp_path))

@@ -94,8 +94,9 @@ def missing_module(error_text: str) -> str | None:
     return match.group(1) if match else None
 
 
-_NOT_ON_WORKERS = frozenset({"pyspark", "tqdm"})
-"""Dependencies the workers do not need: Spark brings pyspark, progress bars are the driver's."""
+_NOT_ON_WORKERS = frozenset({"pyspark", "tqdm", "prometheus_client"})
+"""Dependencies the workers do not need: Spark brings pyspark; progress bars and the live job
+view's metrics are the driver's."""
 
 
 def jetspark_dependencies() -> frozenset[str]:
