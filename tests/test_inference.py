@@ -209,6 +209,18 @@ def test_items_waiting_for_the_first_model_survive_a_rescaled_restore():
     ).expect_output([(x, "m1") for x in range(1, 5)])
 
 
+def test_watermarks_keep_their_place_once_there_is_a_model_and_pass_held_items_before():
+    items = [1, Watermark(5), 2]
+    verify(model_p()).inputs([items, ["m"]], priorities=[1, 0]).expect_output(
+        [(1, "m"), Watermark(5), (2, "m")]
+    )
+    verify(model_p()).inputs([items, ["m"]], priorities=[0, 1]).expect_output(
+        [Watermark(5), (1, "m"), (2, "m")]
+    )
+    # 1, m, Watermark(5), 2: the item held for m goes out before the watermark
+    verify(model_p()).inputs([items, ["m"]]).expect_output([(1, "m"), Watermark(5), (2, "m")])
+
+
 def test_a_model_is_loaded_only_when_items_need_it():
     verify(model_p()).modes(ONE_ITEM).inputs(
         [[1], ["m1", "m2", "m3"]], priorities=[1, 0]
