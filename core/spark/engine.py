@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pyspark import InheritableThread
+from pyspark import InheritableThread, SparkContext
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobFailedError
+from jetspark.core.errors import JobCancelledError, JobFailedError
 from jetspark.core.job import Job, checked_submission, warn_at_submission
 from jetspark.core.runtime.plan import plan_job
 from jetspark.core.snapshot_store import Snapshot, SnapshotStore
@@ -26,7 +27,7 @@ from jetspark.core.spark.guarantees import (
 from jetspark.core.spark.job import SparkJob
 from jetspark.core.spark.microbatch.run import run_micro_batch_job
 from jetspark.core.spark.modes import Mode, choose_mode, task_slots
-from jetspark.core.spark.session import spark_context_of
+from jetspark.core.spark.session import spark_context_of, stop_context
 from jetspark.core.spark.shipping import ship_package
 from jetspark.core.spark.stages.explain import explain_plan
 from jetspark.core.spark.stages.plan import plan_stages
@@ -67,7 +68,12 @@ class SparkEngine:
         batch_items: int | None = None,
         job_view: JobView | None = None,
     ) -> None:
+        self.owns_context = isinstance(spark, str) or (
+            spark is None and SparkContext._active_spark_context is None
+        )
+        """True when this engine created its SparkContext: `stop()` stops only such a one."""
         self.context = spark_context_of(spark)
+        self._jobs: list[SparkJob] = []
         self.members = members if members is not None else self.context.defaultParallelism
         if not isinstance(self.members, int) or self.members < 1:
             raise ValueError(f"members must be an int >= 1, got {self.members!r}")
@@ -83,6 +89,25 @@ class SparkEngine:
         self.user_code = UserCode(self.context, ship)
         """What the engine ships of the user's code (see `user_code.py`)."""
         ship_package(self.context)
+
+    def stop(self) -> None:
+        """Cancels the engine's jobs still running, waits for them to end, then stops the
+        SparkContext if this engine created it (a context the user passed in keeps running).
+        Calling it again does nothing."""
+        for job in self._jobs:
+            job.cancel()
+        for job in self._jobs:
+            with contextlib.suppress(JobCancelledError, JobFailedError):
+                job.join()
+        self._jobs.clear()
+        if self.owns_context and self.context._jsc is not None:
+            stop_context(self.context)
+
+    def __enter__(self) -> SparkEngine:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def get_list(self, name: str) -> list[Any]:
         """The driver-side list called `name`."""
@@ -153,6 +178,7 @@ class SparkEngine:
             execution_mode=mode,
         )
         job.modules_used = modules_used
+        self._jobs = [j for j in self._jobs if not j.status.is_terminal] + [job]
         if isinstance(store, TemporarySnapshotStore):
             job.on_end(lambda error: end_of_temporary_store(job.name, store, error, job.restarting))
         if self.job_view is not None:
