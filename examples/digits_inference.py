@@ -18,10 +18,11 @@ once every classify processor has received v2 (v2 predicts it). The sink,
 exactly once, on either engine.
 
 The console shows the accuracy per second of event time as the predictions are committed, and
-the run ends with `accuracy: 0.xyz` over the whole stream; `--svg FILE` draws the accuracy per
-window. Run it with `python examples/digits_inference.py [--engine local|spark] [--members N]
-[--rate EVENTS_PER_SECOND] [--svg FILE] [WORKDIR]`; on Spark it runs in the execution mode that
-SparkEngine picks for a job with a processing guarantee. docs/inference.md explains the pattern.
+the run ends with the line `accuracy: 0.xyz`, over the whole stream; `--svg FILE` draws the
+accuracy per window. Run it with `python examples/digits_inference.py [--engine local|spark]
+[--members N] [--rate EVENTS_PER_SECOND] [--svg FILE] [WORKDIR]`; on Spark it runs in the
+execution mode that SparkEngine picks for a job with a processing guarantee. docs/inference.md
+explains the pattern.
 """
 
 from __future__ import annotations
@@ -448,16 +449,16 @@ def check(outcome: Outcome, count: int) -> list[str]:
 
 
 def summary(outcome: Outcome) -> str:
-    """The last lines: the accuracy over the whole stream, then per model."""
-    lines = [f"accuracy: {outcome.accuracy:.3f}"]
+    """What each model predicted, and that every event was committed once."""
+    lines = []
     for version, predictions in sorted(outcome.by_version().items()):
         right = sum(label == predicted for _, label, predicted, _ in predictions)
         lines.append(
-            f"  {version} predicted {len(predictions)} events, {right / len(predictions):.3f} of "
+            f"{version} predicted {len(predictions)} events, {right / len(predictions):.3f} of "
             "them right"
         )
     lines.append(
-        f"  each of the {len(outcome.predictions)} events committed exactly once, in "
+        f"each of the {len(outcome.predictions)} events committed exactly once, in "
         f"{outcome.output_dir} (execution mode: {outcome.execution_mode})"
     )
     return "\n".join(lines)
@@ -543,12 +544,13 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> Outcome:
     problems = check(outcome, sum(w.expected for w in outcome.windows))
     if problems:
         raise SystemExit("not exactly once:\n  " + "\n  ".join(problems[:20]))
-    print(summary(outcome), flush=True)
+    print(summary(outcome))
     if args.svg:
         by_v2 = [n for n, *_, version in outcome.predictions if version == "v2"]
         switch_at = min(by_v2) * EVENT_SPACING_MILLIS / 1000 if by_v2 else None
         Path(args.svg).write_text(accuracy_svg(outcome.windows, switch_at))
-        print(f"  accuracy per window drawn in {args.svg}")
+        print(f"accuracy per window drawn in {args.svg}")
+    print(f"accuracy: {outcome.accuracy:.3f}", flush=True)  # over the whole stream, last
     return outcome
 
 

@@ -34,7 +34,7 @@ def check_run(workdir: Path, printed: str) -> None:
     by_version = {v: [p for p in predictions if p[3] == v] for v in ("v1", "v2")}
     assert by_version["v1"] and by_version["v2"]
     assert {p[3] for p in predictions} == {"v1", "v2"}
-    accuracy = float(re.search(r"^accuracy: (0\.\d{3})$", printed, re.M)[1])
+    accuracy = float(re.fullmatch(r"accuracy: (0\.\d{3})", printed.splitlines()[-1])[1])
     assert accuracy >= 0.85
     right = sum(label == predicted for _, label, predicted, _ in predictions)
     assert accuracy == round(right / EVENTS, 3)
