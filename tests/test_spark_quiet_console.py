@@ -190,6 +190,44 @@ def test_ctrl_c_stops_the_cli_with_one_line(tmp_path):
     assert noise_in(stderr) == []
 
 
+CTRL_C_IN_A_JVM_CALL = """
+import os, signal, threading, time
+from jetspark.core.spark.session import create_context, stop_context
+
+context = create_context("local[1]", "ctrl-c-in-a-jvm-call")
+gate = context._jvm.java.util.concurrent.Semaphore(0)
+
+
+def press_ctrl_c_during_the_call():
+    while not gate.hasQueuedThreads():  # the main thread waits inside the JVM
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(1)  # lets the handler run while the call lasts, then ends the call
+    gate.release()
+
+
+threading.Thread(target=press_ctrl_c_during_the_call, daemon=True).start()
+try:
+    gate.acquire()
+    threading.Event().wait()
+except KeyboardInterrupt:
+    print("interrupted")
+stop_context(context)
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_ctrl_c_inside_a_jvm_call_interrupts_once_the_call_returned():
+    """PySpark's handler called the JVM from inside the interrupted call (Py4J's "reentrant
+    call", Py4JNetworkError and KeyboardInterrupt tracebacks on the root logger)."""
+    done = run_child(CTRL_C_IN_A_JVM_CALL)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "interrupted\n"
+    assert noise_in(done.stderr) == []
+
+
 STOP_AFTER_A_JOB = """
 import sys
 from jetspark.core import DAG
