@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import signal
@@ -26,7 +27,7 @@ from typing import Any
 from pyspark import SparkContext
 from test_streaming_conformance import unbounded_windows_dag
 
-from jetspark.core import DAG, DirectorySnapshotStore, JobCancelledError, JobConfig
+from jetspark.core import DAG, DirectorySnapshotStore, ExecutionMode, JobCancelledError, JobConfig
 from jetspark.core import ProcessingGuarantee as Guarantee
 from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.session import create_context
@@ -98,9 +99,37 @@ def _kill_an_executor_in_the_last_stage(
         time.sleep(0.05)
 
 
+def _kill_an_executor_after_a_commit(snapshots: str, killed: list[int]) -> None:
+    """Kills one executor JVM once a snapshot is committed in `snapshots`."""
+    while not glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST")):
+        time.sleep(0.05)
+    pids = _executor_pids()
+    if pids:
+        os.kill(pids[0], signal.SIGKILL)
+        killed.append(pids[0])
+
+
 def main(master: str, work: str, mode: str, n: int) -> None:
     context = create_context(master, f"jetspark-{mode}")
-    if mode == "executor-kill":
+    if mode == "continuous-executor-kill":
+        engine = SparkEngine(context, members=2)
+        snapshots = os.path.join(work, "snapshots")
+        config = JobConfig(
+            processing_guarantee=Guarantee.EXACTLY_ONCE,
+            snapshot_interval_millis=200,
+            execution_mode=ExecutionMode.CONTINUOUS,
+        )
+        killed = []
+        threading.Thread(
+            target=_kill_an_executor_after_a_commit, args=(snapshots, killed), daemon=True
+        ).start()
+        job = engine.new_job(
+            four_stage_dag(), config, snapshot_store=DirectorySnapshotStore(snapshots)
+        )
+        job.join(600)
+        counts = sorted(engine.get_map("counts").items())
+        print(json.dumps({"counts": counts, "killed": killed, "restarts": job.metrics.restarts}))
+    elif mode == "executor-kill":
         engine = SparkEngine(context, members=3)
         killed: list[int] = []
         job = engine.new_job(four_stage_dag())

@@ -60,3 +60,17 @@ def test_an_unbounded_job_cancelled_and_continued_on_the_cluster(
         windows[(int(start), int(end), key)] += 1
         assert int(count) == expected_window(int(start), int(end), key), line
     assert windows and max(windows.values()) == 1
+
+
+def test_an_executor_killed_mid_job_restarts_a_continuous_job_exactly(
+    cluster: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """CONTINUOUS on the cluster (one member per worker): an executor JVM killed with SIGKILL
+    after the first commit fails the barrier stage; the job restarts from its last snapshot by
+    itself and the counts are exact."""
+    output = run_child(cluster, tmp_path, "continuous-executor-kill")
+    expected = Counter(n % child.KEYS for n in range(child.NUMBERS))
+    assert output["killed"], "no executor was running to be killed"
+    assert output["restarts"] >= 1
+    assert dict(map(tuple, output["counts"])) == dict(expected)

@@ -26,8 +26,9 @@ from jetspark.core.suppliers import declares_unbounded
 
 _log = logging.getLogger("jetspark.spark")
 
-EXECUTORS_WAIT_SECONDS = 10.0
-"""On a cluster, how long the choice waits for executors to register before counting slots."""
+EXECUTORS_WAIT_SECONDS = 60.0
+"""On a cluster, how long the choice waits for executors to register before counting slots
+(they register some seconds after the context starts)."""
 
 
 class Mode(enum.Enum):
@@ -86,10 +87,16 @@ def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int
             )
         slots = _slots_for(context, members)
         if slots < members:
+            advice = (
+                f"give the cluster more executor cores or run with members={slots}"
+                if slots
+                else f"no executor registered within {EXECUTORS_WAIT_SECONDS:g} s: check that "
+                "the cluster is up and has free cores for this application"
+            )
             raise ValueError(
                 f"execution_mode=CONTINUOUS runs every member as a task of its own, all at once: "
                 f"the job needs {members} task slots (one per member) and {context.master} has "
-                f"{slots}; give the cluster more executor cores or run with members={slots}"
+                f"{slots}; {advice}"
             )
         return Mode.CONTINUOUS
     unbounded = [v.name for v in dag.vertices() if declares_unbounded(v.meta_supplier)]
