@@ -19,7 +19,6 @@ from py4j.protocol import Py4JError
 from pyspark.core.broadcast import Broadcast
 
 from jetspark.core.dag import DAG, Vertex
-from jetspark.core.errors import JobFailedError
 from jetspark.core.stores import Stores
 
 StoreName = tuple[str, str]
@@ -55,11 +54,11 @@ def shipped_contents(dag: DAG, stores: Stores) -> dict[str, dict[str, Any]]:
     return stores.contents(stores_read_by(dag))
 
 
-def free(shipped: Broadcast, error: BaseException | None) -> None:
+def free(shipped: Broadcast, *, wait: bool) -> None:
     """Frees `shipped`, the stores a job shipped, on the driver and every executor once the job
-    ended with `error` (None: it succeeded). Waits for the executors unless the job failed (one
-    it lost could hold the wait up to Spark's RPC timeout), so that no removal is still in flight
-    when the context stops right after, which Spark reports as an error ("Still have 1 requests
-    outstanding"); a stopped context has freed it already."""
+    (or a micro-batch of it) ended; a stopped context has freed it already. `wait` for the
+    executors unless the job failed (an executor it lost could hold the wait up to Spark's RPC
+    timeout), so that no removal is still in flight when the context stops right after, which
+    Spark reports as an error ("Still have 1 requests outstanding")."""
     with contextlib.suppress(Py4JError):
-        shipped.destroy(blocking=not isinstance(error, JobFailedError))
+        shipped.destroy(blocking=wait)

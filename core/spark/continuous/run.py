@@ -15,6 +15,7 @@ import secrets
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
+from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot
 from jetspark.core.spark.continuous.coordinator import ContinuousCoordinator
@@ -110,10 +111,7 @@ def run_continuous_job(
         coordinator.close()
         job.publish_metrics(coordinator.metrics())
     if shipped is not None:
-        free(shipped, error)
+        free(shipped, wait=not isinstance(error, JobFailedError))
     if plan is not None:
-        try:
-            plan.close(error)
-        except BaseException as failure:
-            error = error or failure
+        error = plan.close_after(error)
     job.mark_ended(error)

@@ -57,7 +57,7 @@ from jetspark.core.spark.microbatch.publication import (
     publish_recorded,
     remove_stale_temporaries,
 )
-from jetspark.core.spark.shipped_stores import shipped_contents
+from jetspark.core.spark.shipped_stores import free, shipped_contents
 from jetspark.core.spark.stages.plan import plan_stages
 from jetspark.core.spark.stages.records import BATCH, PUBLISH, SNAPSHOT, is_collected_result
 from jetspark.core.spark.stages.run import apply_results
@@ -291,7 +291,7 @@ class MicroBatchRunner:
             raise
         finally:
             if shipped is not None:
-                shipped.destroy()
+                free(shipped, wait=error is None or job.cancel_event.is_set())
             if plan is not None:
                 plan.close(error)
         committed = self.store.committed(snapshot_id)

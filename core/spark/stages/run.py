@@ -11,6 +11,7 @@ from pyspark.core.broadcast import Broadcast
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
+from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.serialization import decode_batch
@@ -48,12 +49,10 @@ def run_staged_job(engine: EngineFacts, job: SparkJob, dag: DAG, config: JobConf
     except BaseException as failure:
         error = job.error_of(failure)
     if shipped is not None and not (error is None and has_rdd_sink(dag)):
-        free(shipped, error)  # nothing will recompute the job's stages
+        # nothing will recompute the job's stages
+        free(shipped, wait=not isinstance(error, JobFailedError))
     if plan is not None:
-        try:
-            plan.close(error)
-        except BaseException as failure:
-            error = error or failure
+        error = plan.close_after(error)
     if error is not None:
         wait_for_tasks_to_end(context, job.group)
     job.mark_ended(error)
