@@ -113,5 +113,8 @@ def run_continuous_job(
     if shipped is not None:
         free(shipped, wait=not isinstance(error, JobFailedError))
     if plan is not None:
-        error = plan.close_after(error)
+        try:
+            plan.close(error)
+        except BaseException as failure:
+            error = error or failure
     job.mark_ended(error)
