@@ -11,8 +11,8 @@ from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
+from microbatch_jobs import engine_with_words, guaranteed
 
-from jetspark.core import ExecutionMode, JobConfig, ProcessingGuarantee
 from jetspark.core.spark.job_group import GroupJobs
 from jetspark.core.spark.microbatch import runner
 
@@ -75,19 +75,11 @@ def test_a_look_at_a_job_group_costs_the_same_after_many_spark_jobs(
 def test_metrics_keep_the_newest_batches_and_exact_totals(
     spark_engine: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jetspark.core.spark import SparkEngine
-
     monkeypatch.setattr(runner, "RECENT_BATCHES", 3)
     monkeypatch.setattr(runner, "RECENT_SNAPSHOTS", 3)
-    engine = SparkEngine(spark_engine.context, members=2, batch_items=50)
-    items = jobs.words(1000)
-    engine.get_list("words").extend(items)
-    config = JobConfig(
-        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
-        snapshot_interval_millis=3,
-        execution_mode=ExecutionMode.MICRO_BATCH,
-    )
-    job = engine.new_job(jobs.counting_dag(lambda item: item), config)
+    engine = engine_with_words(spark_engine, 1000, batch_items=50)
+    items = engine.get_list("words")
+    job = engine.new_job(jobs.counting_dag(lambda item: item), guaranteed())
     job.join(240)
     metrics = job.metrics
     assert engine.get_map("counts") == jobs.expected_counts(items)

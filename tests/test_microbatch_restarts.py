@@ -13,14 +13,9 @@ from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
+from microbatch_jobs import engine_with_words, guaranteed
 
-from jetspark.core import (
-    DirectorySnapshotStore,
-    ExecutionMode,
-    JobConfig,
-    JobFailedError,
-    ProcessingGuarantee,
-)
+from jetspark.core import DirectorySnapshotStore, JobFailedError
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(400)]
 
@@ -53,22 +48,9 @@ def _reject_w3(item: Any) -> Any:
     return item
 
 
-def config(max_restarts: int = 10) -> JobConfig:
-    return JobConfig(
-        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
-        snapshot_interval_millis=3,
-        execution_mode=ExecutionMode.MICRO_BATCH,
-        max_restarts=max_restarts,
-    )
-
-
 @pytest.fixture
 def engine(spark_engine: Any) -> Any:
-    from jetspark.core.spark import SparkEngine
-
-    engine = SparkEngine(spark_engine.context, members=2, batch_items=100)
-    engine.get_list("words").extend(jobs.words(1000))
-    return engine
+    return engine_with_words(spark_engine, 1000)
 
 
 def test_a_lost_python_worker_restarts_the_job_from_its_last_snapshot(
@@ -76,7 +58,7 @@ def test_a_lost_python_worker_restarts_the_job_from_its_last_snapshot(
 ) -> None:
     store = DirectorySnapshotStore(tmp_path / "snapshots")
     dag = jobs.counting_dag(EndWorkerOnce(tmp_path, 50))
-    job = engine.new_job(dag, config(), snapshot_store=store)
+    job = engine.new_job(dag, guaranteed(), snapshot_store=store)
     job.join(300)
     assert (tmp_path / "ended").exists()
     assert engine.get_map("counts") == jobs.expected_counts(engine.get_list("words"))
@@ -86,14 +68,14 @@ def test_a_lost_python_worker_restarts_the_job_from_its_last_snapshot(
 def test_restarts_are_bounded_by_max_restarts(engine: Any, tmp_path: Path) -> None:
     store = DirectorySnapshotStore(tmp_path / "snapshots")
     dag = jobs.counting_dag(EndWorkerOnce(tmp_path, 50))
-    job = engine.new_job(dag, config(max_restarts=0), snapshot_store=store)
+    job = engine.new_job(dag, guaranteed(max_restarts=0), snapshot_store=store)
     with pytest.raises(JobFailedError, match="failed on Spark"):
         job.join(300)
     assert job.metrics.restarts == 0
 
 
 def test_a_processors_exception_fails_the_job_without_a_restart(engine: Any) -> None:
-    job = engine.new_job(jobs.counting_dag(_reject_w3), config())
+    job = engine.new_job(jobs.counting_dag(_reject_w3), guaranteed())
     with pytest.raises(JobFailedError, match="vertex 'fault'") as failure:
         job.join(300)
     assert failure.value.vertex_name == "fault"

@@ -13,8 +13,9 @@ from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
+from microbatch_jobs import engine_with_words, guaranteed
 
-from jetspark.core import DirectorySnapshotStore, ExecutionMode, JobConfig, ProcessingGuarantee
+from jetspark.core import DirectorySnapshotStore
 from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
@@ -46,19 +47,11 @@ def _identity(item: Any) -> Any:
 def test_each_task_reads_the_parts_its_processors_restore_from(
     spark_engine: Any, tmp_path: Any
 ) -> None:
-    from jetspark.core.spark import SparkEngine
-
-    engine = SparkEngine(spark_engine.context, members=MEMBERS, batch_items=100)
-    items = jobs.words(2000, keys=40)
-    engine.get_list("words").extend(items)
-    config = JobConfig(
-        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
-        snapshot_interval_millis=3,
-        execution_mode=ExecutionMode.MICRO_BATCH,
-    )
+    engine = engine_with_words(spark_engine, 2000, keys=40, members=MEMBERS)
+    items = engine.get_list("words")
     store = ReadLoggingStore(tmp_path / "snapshots")
     dag = jobs.counting_dag(_identity, source_lp=1, counter_lp=1)
-    job = engine.new_job(dag, config, snapshot_store=store)
+    job = engine.new_job(dag, guaranteed(), snapshot_store=store)
     job.join(240)
     assert engine.get_map("counts") == jobs.expected_counts(items)
     reads: Counter[tuple[int, int]] = Counter()  # (stage, reading member) -> parts read

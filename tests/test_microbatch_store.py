@@ -10,34 +10,16 @@ from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
+from microbatch_jobs import engine_with_words, guaranteed
 
-from jetspark.core import (
-    DirectorySnapshotStore,
-    ExecutionMode,
-    JobCancelledError,
-    JobConfig,
-    JobFailedError,
-    ProcessingGuarantee,
-)
+from jetspark.core import DirectorySnapshotStore, ExecutionMode, JobCancelledError, JobFailedError
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 
-def config(mode: ExecutionMode = ExecutionMode.MICRO_BATCH) -> JobConfig:
-    return JobConfig(
-        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
-        snapshot_interval_millis=3,
-        execution_mode=mode,
-    )
-
-
 @pytest.fixture
 def engine(spark_engine: Any) -> Any:
-    from jetspark.core.spark import SparkEngine
-
-    engine = SparkEngine(spark_engine.context, members=2, batch_items=100)
-    engine.get_list("words").extend(jobs.words(600))
-    return engine
+    return engine_with_words(spark_engine, 600)
 
 
 def _identity(item: Any) -> Any:
@@ -52,7 +34,7 @@ def _fail_on_w3(item: Any) -> Any:
 
 @pytest.mark.parametrize("mode", [ExecutionMode.MICRO_BATCH, ExecutionMode.CONTINUOUS])
 def test_the_store_of_a_completed_job_is_removed(engine: Any, mode: ExecutionMode) -> None:
-    job = engine.new_job(jobs.counting_dag(_identity), config(mode))
+    job = engine.new_job(jobs.counting_dag(_identity), guaranteed(mode))
     directory = job.snapshot_store.directory
     job.join(120)
     assert engine.get_map("counts") == jobs.expected_counts(engine.get_list("words"))
@@ -60,7 +42,7 @@ def test_the_store_of_a_completed_job_is_removed(engine: Any, mode: ExecutionMod
 
 
 def test_the_store_of_a_cancelled_job_is_removed(engine: Any) -> None:
-    job = engine.new_job(jobs.counting_dag(jobs.KillAt(10**9)), config())
+    job = engine.new_job(jobs.counting_dag(jobs.KillAt(10**9)), guaranteed())
     directory = job.snapshot_store.directory
     job.cancel()
     with pytest.raises(JobCancelledError):
@@ -71,7 +53,7 @@ def test_the_store_of_a_cancelled_job_is_removed(engine: Any) -> None:
 def test_the_store_of_a_failed_job_is_kept_and_named_in_the_log(
     engine: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    job = engine.new_job(jobs.counting_dag(_fail_on_w3), config())
+    job = engine.new_job(jobs.counting_dag(_fail_on_w3), guaranteed())
     directory = job.snapshot_store.directory
     with (
         caplog.at_level(logging.WARNING, logger="jetspark.spark"),

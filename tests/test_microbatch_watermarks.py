@@ -10,15 +10,13 @@ from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
+from microbatch_jobs import guaranteed
 
 from jetspark.core import (
     DAG,
     AbstractProcessor,
-    ExecutionMode,
     JobCancelledError,
-    JobConfig,
     LocalEngine,
-    ProcessingGuarantee,
 )
 from jetspark.core.watermark import Watermark
 from jetspark.edges import between, from_
@@ -76,12 +74,7 @@ def engine(request: pytest.FixtureRequest) -> Any:
 def test_a_quiet_input_does_not_hold_the_coalesced_watermark_back(engine: Any) -> None:
     engine.get_list("fast").extend(FAST)
     engine.get_list("slow").extend(SLOW)
-    config = JobConfig(
-        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
-        snapshot_interval_millis=3,
-        execution_mode=ExecutionMode.MICRO_BATCH,
-    )
-    job = engine.new_job(two_inputs_dag(), config)
+    job = engine.new_job(two_inputs_dag(), guaranteed())
     seen = engine.get_list("seen")
     deadline = time.monotonic() + 300
     while sum(1 for kind, _ in seen if kind == "fast") < len(FAST):  # every event processed
