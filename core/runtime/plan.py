@@ -148,6 +148,15 @@ class JobPlan:
         self._closed = True
         close_all(_meta_close_steps([p.vertex for p in self.vertices.values()], error), error)
 
+    def close_after(self, error: BaseException | None) -> BaseException | None:
+        """Closes the plan after a run that ended with `error` (None: success); returns the
+        run's error, or the closing's own failure when the run had none."""
+        try:
+            self.close(error)
+        except BaseException as failure:
+            return error or failure
+        return error
+
 
 def plan_job(
     dag: DAG,

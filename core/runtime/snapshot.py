@@ -172,15 +172,22 @@ class SnapshotCoordinator:
             self._next_start = now + self._interval
         if now < self._next_start or len(self._finals) == len(self._tasklets):
             return
+        if not self.start(self.requested_id + 1):
+            return
+        self._next_start = max(now, self._next_start) + self._interval
+
+    def start(self, snapshot_id: int) -> bool:
+        """Starts snapshot `snapshot_id` unless a processor delays snapshots (a restore under
+        way, a prioritized edge not exhausted); True when it started."""
         self._gates = [t for t in self._gates if t.delays_snapshots()]
         if self._gates:
-            return
+            return False
         with self._lock:
             self._outstanding = set(self._tasklets) - set(self._finals)
             self._in_progress = True
-            self.requested_id += 1
+            self.requested_id = snapshot_id
         self._started_at = time.monotonic()
-        self._next_start = max(now, self._next_start) + self._interval
+        return True
 
     def job_completed(self) -> None:
         """The job ended successfully: every final state counts as committed (the job will not

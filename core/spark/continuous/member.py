@@ -153,15 +153,8 @@ class MemberSnapshots(SnapshotCoordinator):
                 self._report_part()
             return
         wanted = self._state.requested_id
-        if wanted <= self.requested_id:
-            return
-        self._gates = [t for t in self._gates if t.delays_snapshots()]
-        if self._gates:
-            return
-        with self._lock:
-            self._outstanding = set(self._tasklets) - set(self._finals)
-            self._in_progress = True
-            self.requested_id = wanted
+        if wanted > self.requested_id:
+            self.start(wanted)
 
     def _report_part(self) -> None:
         with self._lock:

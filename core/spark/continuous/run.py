@@ -113,8 +113,5 @@ def run_continuous_job(
     if shipped is not None:
         free(shipped, wait=not isinstance(error, JobFailedError))
     if plan is not None:
-        try:
-            plan.close(error)
-        except BaseException as failure:
-            error = error or failure
+        error = plan.close_after(error)
     job.mark_ended(error)

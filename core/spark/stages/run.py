@@ -52,10 +52,7 @@ def run_staged_job(engine: EngineFacts, job: SparkJob, dag: DAG, config: JobConf
         # nothing will recompute the job's stages
         free(shipped, wait=not isinstance(error, JobFailedError))
     if plan is not None:
-        try:
-            plan.close(error)
-        except BaseException as failure:
-            error = error or failure
+        error = plan.close_after(error)
     if error is not None:
         wait_for_tasks_to_end(context, job.group)
     job.mark_ended(error)
