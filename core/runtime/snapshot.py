@@ -183,11 +183,16 @@ class SnapshotCoordinator:
         if self._gates:
             return False
         with self._lock:
-            self._outstanding = set(self._tasklets) - set(self._finals)
-            self._in_progress = True
-            self.requested_id = snapshot_id
-        self._started_at = time.monotonic()
+            self._begin(snapshot_id)
         return True
+
+    def _begin(self, snapshot_id: int) -> None:
+        """Snapshot `snapshot_id` is under way: every running processor owes its state (the
+        caller holds the lock)."""
+        self._outstanding = set(self._tasklets) - set(self._finals)
+        self._in_progress = True
+        self.requested_id = snapshot_id
+        self._started_at = time.monotonic()
 
     def job_completed(self) -> None:
         """The job ended successfully: every final state counts as committed (the job will not

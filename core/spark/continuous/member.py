@@ -174,10 +174,19 @@ class MemberSnapshots(SnapshotCoordinator):
         with self._lock:
             finals = sorted(self._final_uncommitted)
             self._final_uncommitted.clear()
+            self._in_progress = False
+            self._awaiting_commit = False
+        # last: a processor that sees the commit may save the next snapshot at once
         self.committed_id = self.requested_id
-        self._in_progress = False
-        self._awaiting_commit = False
         self._tell_finals_committed(finals)
+
+    def saved(self, key: tuple[str, int], snapshot_id: int, data: bytes) -> None:
+        """A processor saved `snapshot_id`. Its barrier can come from another member before
+        the driver's request reaches this one: the member then joins that snapshot."""
+        with self._lock:
+            if snapshot_id > self.requested_id and not self._in_progress:
+                self._begin(snapshot_id)
+        super().saved(key, snapshot_id, data)
 
     def job_completed(self) -> None:
         """Every processor of this member completed: the member goes on taking part in the
