@@ -296,7 +296,12 @@ class PeerStream:
             while pending:
                 entry = pending[0]
                 if type(entry) is list:
-                    if queue.room() < len(entry):
+                    room = queue.room()
+                    if room < len(entry):  # a frame may hold up to the window: what fits goes
+                        if room > 0:
+                            queue.push(entry[:room])
+                            inbound.moved += room
+                            pending[0] = entry[room:]
                         break
                     queue.push(entry)
                     inbound.moved += len(entry)
