@@ -7,9 +7,11 @@ round:
 
 - LocalEngine(1), no guarantee: wall time from submitting the job until every line is emitted,
   and the child's peak RSS;
-- SparkEngine on local[2], one member, exactly-once micro-batches of BATCH_ITEMS lines each (a
-  new processor per batch restores the offset the last one saved): wall time from submitting
-  until every line is emitted (the context's start-up excluded).
+- SparkEngine on local[2], one member, exactly-once micro-batches of `--batch-items` lines each
+  (40,000: 50 batches for the large backlog; a new processor per batch restores the offset the
+  last one saved): wall time from submitting until every line is emitted (the context's
+  start-up excluded), and the highest peak RSS of the Spark Python workers (Linux: VmHWM in
+  /proc, read before the context stops).
 
 A line count checks every run's output (an `aggregate_p(counting())` downstream, emitted when
 the directory is deleted and the source completes): a run that lost or repeated a line fails.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -32,8 +35,8 @@ from pathlib import Path
 
 from bench.timing import Samples
 
-BATCH_ITEMS = 100_000
-"""Lines per micro-batch on Spark."""
+BATCH_ITEMS = 40_000
+"""Lines per micro-batch on Spark, by default."""
 
 
 def write_backlog(path: Path, count: int) -> None:
@@ -44,9 +47,12 @@ def write_backlog(path: Path, count: int) -> None:
             file.write("".join(f"line {n:>8} of backlog\n" for n in range(first, last)))
 
 
-def read_backlog(engine_kind: str, directory: Path, count: int) -> dict[str, float]:
+def read_backlog(
+    engine_kind: str, directory: Path, count: int, batch_items: int
+) -> dict[str, float]:
     """Runs the job in this process (a child): seconds until `count` lines are emitted, the
-    line count the job ends with, this process's peak RSS."""
+    line count the job ends with, the peak RSS of this process (LocalEngine) or of the Spark
+    Python workers."""
     from jetspark.core import DAG, JobConfig, LocalEngine, ProcessingGuarantee
     from jetspark.edges import between
     from jetspark.processors import aggregate_p, stream_files_p, write_list_p
@@ -67,7 +73,7 @@ def read_backlog(engine_kind: str, directory: Path, count: int) -> dict[str, flo
         from jetspark.core.spark import SparkEngine
         from jetspark.core.spark.session import create_context
 
-        engine = SparkEngine(create_context("local[2]"), members=1, batch_items=BATCH_ITEMS)
+        engine = SparkEngine(create_context("local[2]"), members=1, batch_items=batch_items)
         config = JobConfig(
             processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
             snapshot_interval_millis=1_000,
@@ -83,11 +89,44 @@ def read_backlog(engine_kind: str, directory: Path, count: int) -> dict[str, flo
     took = time.perf_counter() - started
     shutil.rmtree(directory)
     job.join(600)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if engine_kind == "local":
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    else:
+        peak = max(map(_peak_rss_mb, _descendants(os.getpid())), default=0.0)
     return {"seconds": took, "lines": engine.get_list("counted")[-1], "peak_rss_mb": peak}
 
 
-def run_child(engine_kind: str, backlog: Path, count: int, work: Path) -> dict[str, float]:
+def _descendants(pid: int) -> list[int]:
+    """The Python processes below `pid` (the JVM's worker daemon and its workers), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat_line = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat_line.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return [p for p in found if "python" in Path(f"/proc/{p}/comm").read_text(errors="replace")]
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM), in MB; 0 when it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    line = next((ln for ln in status.splitlines() if ln.startswith("VmHWM:")), "VmHWM: 0 kB")
+    return int(line.split()[1]) / 1024
+
+
+def run_child(
+    engine_kind: str, backlog: Path, count: int, work: Path, batch_items: int
+) -> dict[str, float]:
     """One measurement, in a fresh interpreter, on a copy of the backlog (the job deletes it)."""
     directory = work / "logs"
     shutil.rmtree(work, ignore_errors=True)
@@ -95,7 +134,7 @@ def run_child(engine_kind: str, backlog: Path, count: int, work: Path) -> dict[s
     shutil.copy(backlog, directory / "a.log")
     child = subprocess.run(
         [sys.executable, "-m", "bench.stream_files_backlog", "--child", engine_kind,
-         str(directory), str(count)],
+         str(directory), str(count), "--batch-items", str(batch_items)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if child.returncode != 0:
@@ -111,13 +150,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lines", default="400000,2000000", help="SMALL,LARGE backlogs")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--engines", default="local,spark")
+    parser.add_argument("--batch-items", type=int, default=BATCH_ITEMS)
     parser.add_argument(
         "--child", nargs=3, metavar=("ENGINE", "DIR", "LINES"), help=argparse.SUPPRESS
     )
     args = parser.parse_args(argv)
     if args.child:
         engine_kind, directory, count = args.child
-        print(json.dumps(read_backlog(engine_kind, Path(directory), int(count))))
+        result = read_backlog(engine_kind, Path(directory), int(count), args.batch_items)
+        print(json.dumps(result))
         return
     small, large = (int(n) for n in args.lines.split(","))
     with tempfile.TemporaryDirectory() as temp:
@@ -131,7 +172,9 @@ def main(argv: list[str] | None = None) -> None:
                 order = (small, large) if round_index % 2 == 0 else (large, small)
                 for size in order:
                     measured[size].append(
-                        run_child(engine_kind, backlogs[size], size, root / "work")
+                        run_child(
+                            engine_kind, backlogs[size], size, root / "work", args.batch_items
+                        )
                     )
             report(engine_kind, small, large, measured, backlogs[large].stat().st_size)
 
@@ -143,7 +186,7 @@ def report(
     measured: dict[int, list[dict[str, float]]],
     large_bytes: int,
 ) -> None:
-    """Prints the rows of one engine: time and (LocalEngine) peak RSS, large vs small scaled."""
+    """Prints what one engine measured: times (large vs small, scaled) and peak RSS."""
     scale = large / small
     times = {size: Samples(tuple(r["seconds"] for r in runs)) for size, runs in measured.items()}
     ratio = times[large].over(times[small].map(lambda s: s * scale))
@@ -152,15 +195,15 @@ def report(
         f"{times[large].median:.2f} s, {small:,} in {times[small].median:.2f} s; time / (time "
         f"of {small:,} x {scale:g}): {ratio.median:.2f} ({ratio.low:.2f}-{ratio.high:.2f})"
     )
-    if engine_kind == "local":
-        peaks = {
-            size: Samples(tuple(r["peak_rss_mb"] for r in runs)) for size, runs in measured.items()
-        }
-        growth = peaks[large].median / peaks[small].median
-        print(
-            f"local: peak RSS {peaks[large].median:.0f} MB for {large:,} lines, "
-            f"{peaks[small].median:.0f} MB for {small:,}: ratio {growth:.2f}"
-        )
+    peaks = {
+        size: Samples(tuple(r["peak_rss_mb"] for r in runs)) for size, runs in measured.items()
+    }
+    who = "the process" if engine_kind == "local" else "a Python worker"
+    print(
+        f"{engine_kind}: peak RSS of {who}: {peaks[large].median:.0f} MB for {large:,} lines, "
+        f"{peaks[small].median:.0f} MB for {small:,} (ratio "
+        f"{peaks[large].median / peaks[small].median:.2f})"
+    )
 
 
 if __name__ == "__main__":
