@@ -48,7 +48,7 @@ from jetspark.core.outbox import Outbox
 from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
 from jetspark.core.suppliers import ProcessorFn, unbounded
 from jetspark.processors.file_ranges import splits_lines_by_bytes
-from jetspark.processors.tailed_file import Lines, TailedFile, decode
+from jetspark.processors.tailed_file import Lines, SavedPosition, TailedFile, decode
 
 _KEY = "stream_file"
 BadInput = Literal["fail", "skip"]
@@ -90,7 +90,7 @@ class StreamFilesP(AbstractProcessor):
         self._restored = False
         self._started = False
         self._next_look = 0.0
-        self._snapshot: list[tuple[BroadcastKey, Any]] | None = None
+        self._snapshot: list[tuple[BroadcastKey, SavedPosition]] | None = None
 
     def is_cooperative(self) -> bool:
         return False
@@ -347,7 +347,7 @@ class StreamFilesP(AbstractProcessor):
         self._snapshot = None
         return True
 
-    def _saved(self, file: TailedFile) -> Any:
+    def _saved(self, file: TailedFile) -> SavedPosition:
         """The file's position: after the last line emitted, in the read-ahead if it has
         lines of the file not all emitted yet."""
         pending = self._pending(file)
