@@ -33,6 +33,7 @@ from jetspark.core.spark.stages.explain import explain_plan
 from jetspark.core.spark.stages.plan import plan_stages
 from jetspark.core.spark.stages.run import persisted_stages, run_staged_job
 from jetspark.core.spark.user_code import Shippable, UserCode
+from jetspark.core.store_lease import acquire_store
 from jetspark.core.stores import Stores
 
 if TYPE_CHECKING:
@@ -178,6 +179,9 @@ class SparkEngine:
             execution_mode=mode,
         )
         job.modules_used = modules_used
+        if store is not None:  # one job at a time per store: a second one is refused here
+            lease = acquire_store(store, job.name)
+            job.on_end(lambda error: lease.release())
         self._jobs = [j for j in self._jobs if not j.status.is_terminal] + [job]
         if isinstance(store, TemporarySnapshotStore):
             job.on_end(lambda error: end_of_temporary_store(job.name, store, error, job.restarting))
