@@ -46,12 +46,16 @@ def task_slots(context: SparkContext) -> int:
     return int(scheduler.maxNumConcurrentTasks(profile))
 
 
-def _slots_for(context: SparkContext, members: int) -> int:
+def _slots_for(context: SparkContext, members: int, *, wait_for_all: bool = True) -> int:
+    """The cluster's task slots; on a cluster, waits (EXECUTORS_WAIT_SECONDS at most) until
+    there are `members` of them, or with `wait_for_all` False only until some executor
+    registered."""
     slots = task_slots(context)
     if slots >= members or context.master.startswith("local"):
         return slots
+    needed = members if wait_for_all else 1
     deadline = time.monotonic() + EXECUTORS_WAIT_SECONDS
-    while slots < members and time.monotonic() < deadline:
+    while slots < needed and time.monotonic() < deadline:
         time.sleep(0.2)
         slots = task_slots(context)
     return slots
@@ -104,7 +108,7 @@ def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int
         return Mode.STAGES
     if rdd_vertex is not None:
         return Mode.STAGES
-    slots = _slots_for(context, members)
+    slots = _slots_for(context, members, wait_for_all=False)
     reason = (
         f"it has a processing guarantee ({config.processing_guarantee.name})"
         if guaranteed
