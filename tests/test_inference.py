@@ -352,8 +352,12 @@ def test_a_backlog_goes_in_batches_on_spark(spark_engine):
     spark_engine.get_list("numbers").clear()
     spark_engine.get_list("numbers").extend(range(3000))
     spark_engine.get_list("out").clear()
-    spark_engine.new_job(batch_sizes_dag(64)).join()
-    check_batches(list(spark_engine.get_list("out")), 3000, 64)
+    try:
+        spark_engine.new_job(batch_sizes_dag(64)).join()
+        check_batches(list(spark_engine.get_list("out")), 3000, 64)
+    finally:  # the session's engine is shared: leave its lists as they were
+        for name in ("numbers", "out"):
+            spark_engine.get_list(name).clear()
 
 
 @pytest.mark.spark
@@ -361,5 +365,9 @@ def test_the_later_of_two_models_predicts_on_spark(spark_engine):
     for name, items in (("numbers", range(500)), ("models", ["m1", "m2"]), ("out", [])):
         spark_engine.get_list(name).clear()
         spark_engine.get_list(name).extend(items)
-    spark_engine.new_job(model_dag()).join()
-    assert sorted(spark_engine.get_list("out")) == [(x, "m2") for x in range(500)]
+    try:
+        spark_engine.new_job(model_dag()).join()
+        assert sorted(spark_engine.get_list("out")) == [(x, "m2") for x in range(500)]
+    finally:  # the session's engine is shared: leave its lists as they were
+        for name in ("numbers", "models", "out"):
+            spark_engine.get_list(name).clear()
