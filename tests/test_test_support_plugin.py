@@ -62,7 +62,16 @@ def test_spark_engine_fixture_is_lazy(pytester: pytest.Pytester) -> None:
 
 
 @pytest.mark.spark
-def test_spark_engine_fixture_gives_a_quiet_local_context(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("local_ip", [None, "127.0.0.1"], ids=["default", "SPARK_LOCAL_IP"])
+def test_spark_engine_fixture_gives_a_quiet_local_context(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, local_ip: str | None
+) -> None:
+    """Bound to 127.0.0.1 by default, and to the address a user's SPARK_LOCAL_IP names (a test
+    run that started Spark before leaves it set for the processes it starts)."""
+    if local_ip is None:
+        monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    else:
+        monkeypatch.setenv("SPARK_LOCAL_IP", local_ip)
     pytester.makeconftest(
         """
         import jetspark.core.spark

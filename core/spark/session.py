@@ -245,11 +245,12 @@ def _submitted_context(
 
 
 def _driver_address(master: str) -> str | None:
-    """The address the driver binds to (`reach_master`, which checks that the cluster answers),
-    None when the user chose SPARK_LOCAL_IP, from which Spark then derives it."""
+    """The address the driver binds to and advertises (`reach_master`, which checks that the
+    cluster answers), or the SPARK_LOCAL_IP the user chose: Spark would advertise that address's
+    host name instead ('localhost' for 127.0.0.1), which other hosts may not resolve."""
     address = reach_master(master)
-    users = os.environ.get("SPARK_LOCAL_IP") not in (None, _local_ip_set_here)
-    return None if users else address
+    chosen = os.environ.get("SPARK_LOCAL_IP")
+    return chosen if chosen not in (None, _local_ip_set_here) else address
 
 
 def _user_configured_logging(conf: SparkConf) -> bool:
