@@ -3,9 +3,10 @@
 The driver never loads a snapshot's state: it ships the manifest's part list, and every task
 reads (and authenticates) the parts that hold entries for its own processors. Which parts those
 are is known when the batch that wrote them ran at the same layout (micro-batches of one run):
-its tasks reported, per part, the members whose processors restore an entry of it (every member
-for an entry under a broadcast key, the key's owner for any other, `restoring_members`), so a
-task reads only those parts; otherwise every part holding its vertices.
+its tasks reported, per part, the processors that restore an entry of it (every processor of
+the vertex for an entry under a broadcast key, the key's owner for any other,
+`restoring_processors`), so a task reads only the parts its members' processors restore from;
+otherwise every part holding its vertices.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.runtime.restore import RestoredProcessor, completed_without_state, route_entries
-from jetspark.core.snapshot_keys import BroadcastKey, snapshot_targets
+from jetspark.core.snapshot_keys import snapshot_targets
 from jetspark.core.snapshot_store import (
     DirectorySnapshotStore,
     Held,
@@ -81,26 +82,41 @@ def restore_spec(
     )
 
 
-def restoring_members(
+def restoring_processors(
     plan: JobPlan, states: Mapping[ProcessorKey, ProcessorSnapshot]
+) -> dict[ProcessorKey, frozenset[int]]:
+    """Each processor of `states` -> the global indexes of its vertex's processors that restore
+    an entry it saved, under `plan`'s layout (the rule of `snapshot_targets`): all of them for
+    an entry under a broadcast key, the owner of the key's partition for any other. Decodes the
+    entries, unless the vertex has a single processor."""
+    restorers: dict[ProcessorKey, frozenset[int]] = {}
+    for key, state in states.items():
+        vertex = plan.vertices[key[0]]
+        everyone = frozenset(range(vertex.total_parallelism))
+        if len(everyone) == 1:
+            restorers[key] = everyone
+            continue
+        assignment = PartitionAssignment(
+            plan.member_count, vertex.local_parallelism, plan.config.partition_count
+        )
+        targets: set[int] = set()
+        for entry_key, _value in state.entries():
+            targets.update(snapshot_targets(entry_key, assignment))
+            if len(targets) == len(everyone):
+                break
+        restorers[key] = frozenset(targets)
+    return restorers
+
+
+def restoring_members(
+    plan: JobPlan, restorers: Mapping[ProcessorKey, frozenset[int]]
 ) -> frozenset[int]:
-    """The members whose processors restore an entry of `states` under `plan`'s layout: every
-    member for an entry under a broadcast key, the owner of the key's partition for any other
-    (the rule of `snapshot_targets`). Decodes the entries, unless there is one member."""
-    everyone = frozenset(range(plan.member_count))
-    if plan.member_count == 1:
-        return everyone
-    members: set[int] = set()
-    for (vertex, _), state in states.items():
-        lp = plan.vertices[vertex].local_parallelism
-        assignment = PartitionAssignment(plan.member_count, lp, plan.config.partition_count)
-        for key, _value in state.entries():
-            if isinstance(key, BroadcastKey):
-                return everyone
-            members.update(target // lp for target in snapshot_targets(key, assignment))
-        if len(members) == plan.member_count:
-            return everyone
-    return frozenset(members)
+    """The members whose processors restore an entry of a part, from its `restoring_processors`."""
+    return frozenset(
+        target // plan.vertices[vertex].local_parallelism
+        for (vertex, _), targets in restorers.items()
+        for target in targets
+    )
 
 
 def held_in(store: DirectorySnapshotStore, snapshot: Snapshot | None) -> Snapshot | None:

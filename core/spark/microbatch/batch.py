@@ -18,8 +18,8 @@ runtime is built with a `BatchCoordinator` in place of the continuous SnapshotCo
   succeeded;
 - transactional sinks hand the files they sealed to the task's stores (`BatchStores`), which
   report them to the driver: it publishes them once it committed the batch (publication.py).
-  The task also reports, per part, the members that restore entries of it, and its processors'
-  coalescer states, for batch k+1.
+  The task also reports, per part, the processors that restore entries of it, and its
+  processors' coalescer states, for batch k+1 (carried.py).
 
 A retried task restores the same state and reads the same bounded input, so it redoes exactly
 the same work: nothing is lost or duplicated. A source may end a batch short of its budget
@@ -54,7 +54,11 @@ from jetspark.core.spark.microbatch.publication import SealedFiles
 from jetspark.core.spark.stages.records import BATCH, PUBLISH, SNAPSHOT, result_record
 from jetspark.core.spark.stages.task import TaskSnapshot
 from jetspark.core.spark.stages.task_stores import TaskStores
-from jetspark.core.spark.task_restore import RestoreSpec, restoring_members
+from jetspark.core.spark.task_restore import (
+    RestoreSpec,
+    restoring_members,
+    restoring_processors,
+)
 
 
 @dataclass(frozen=True)
@@ -201,8 +205,10 @@ class BatchCoordinator(TaskSnapshot):
         # one of the attempt whose records it collected)
         name = f"{self._task}-attempt{attempt}"
         tag = spec.store.write_part(spec.snapshot_id, name, states)
-        readers = restoring_members(self._plan, states)
-        yield result_record(self._member, stage, SNAPSHOT, name, (tag, held_by(states), readers))
+        restorers = restoring_processors(self._plan, states)
+        readers = restoring_members(self._plan, restorers)
+        part = (tag, held_by(states), readers, restorers)
+        yield result_record(self._member, stage, SNAPSHOT, name, part)
         sealed = self._plan.stores.sealed
         if sealed:
             yield result_record(self._member, stage, PUBLISH, "", sealed)

@@ -50,6 +50,7 @@ from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import GroupJobs, wait_for_tasks_to_end
 from jetspark.core.spark.metrics import accumulate_metrics
 from jetspark.core.spark.microbatch.batch import BatchSpec
+from jetspark.core.spark.microbatch.carried import carried_watermarks
 from jetspark.core.spark.microbatch.publication import (
     SealedFiles,
     check_visible,
@@ -295,7 +296,8 @@ class MicroBatchRunner:
             if plan is not None:
                 plan.close(error)
         committed = self.store.committed(snapshot_id)
-        self._watermarks, self._readers = facts.watermarks, facts.readers
+        self._watermarks = carried_watermarks(plan, facts.watermarks, facts.restorers)
+        self._readers = facts.readers
         duration = time.monotonic() - started
         state_bytes = sum(facts.vertex_bytes.values())
         report = BatchReport(
@@ -324,6 +326,8 @@ class BatchFacts:
     """The snapshot's parts: name -> (tag, the processors it holds)."""
     readers: dict[str, frozenset[int]] = field(default_factory=dict)
     """Part name -> the members whose processors restore an entry of it (task_restore.py)."""
+    restorers: dict[ProcessorKey, frozenset[int]] = field(default_factory=dict)
+    """Saved processor -> the global indexes of its vertex that restore an entry of it."""
     input_items: int = 0
     behind: bool = False
     """True when a source spent its whole budget."""
@@ -341,9 +345,10 @@ class BatchFacts:
         for _member, body in results:
             _, kind, name, payload, _stage = body
             if kind == SNAPSHOT:
-                tag, held, readers = payload
+                tag, held, readers, restorers = payload
                 facts.parts[name] = (tag, tuple(map(tuple, held)))
                 facts.readers[name] = readers
+                facts.restorers.update(restorers)
             elif kind == BATCH:
                 spent, exhausted, vertex_bytes, watermarks = payload
                 facts.input_items += spent
