@@ -1,4 +1,4 @@
-"""Cutting a DAG into Spark stages: groups of vertices joined by local edges (DESIGN.md).
+"""Cutting a DAG into Spark stages: groups of vertices joined by local edges.
 
 A vertex's level is the largest number of distributed edges on any path from a source to it.
 A stage is a level's connected group of vertices joined by local edges, so every distributed

@@ -143,9 +143,9 @@ def _stage_input(
 
     Each upstream stage's shuffle is sorted (`_sorted_shuffle`, rank second in its key), so each
     delivers its own ranks in order. When no upstream stage sends a rank lower than one an
-    earlier stage sent, their `union` in that order is free (co-partitioned inputs stay in
-    order, DESIGN.md); otherwise Spark sorts the union again on the same key, which spills
-    instead of buffering.
+    earlier stage sent, their `union` in that order is free (inputs with the same partitioner
+    make a PartitionerAwareUnionRDD, which reads each input's partition in turn); otherwise
+    Spark sorts the union again on the same key, which spills instead of buffering.
     """
     ranks: dict[int, set[int]] = {}
     for edge in stage.inbound:
