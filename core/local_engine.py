@@ -211,6 +211,7 @@ class _LocalRun:
         metrics.execution_mode = "local"
         if self.snapshots is not None:
             metrics.snapshots = list(self.snapshots.reports)
+            metrics.snapshot_count = self.snapshots.committed_count
         return metrics
 
     def on_cancel(self) -> None:

@@ -498,8 +498,8 @@ class CountingStore:
 
 
 class SparkSnapshots:
-    """The snapshot counts of a job on SparkEngine, whose micro-batches commit their snapshots
-    into `store` themselves: read from the job's batch reports."""
+    """The snapshot counts of a job on SparkEngine, whose tasks commit their snapshots into
+    `store` themselves (micro-batches or continuous execution): read from the job's metrics."""
 
     def __init__(self, store: DirectorySnapshotStore) -> None:
         self.store = store
@@ -511,17 +511,17 @@ class SparkSnapshots:
         return self.store.latest()
 
     def follow(self, job: Job) -> None:
-        """Counts the batches `job` commits from now on."""
+        """Counts the snapshots `job` commits from now on."""
         self._job = job
 
     @property
     def saved(self) -> int:
-        return 0 if self._job is None else self._job.metrics.batch_count
+        return 0 if self._job is None else self._job.metrics.snapshot_count
 
     @property
     def last_id(self) -> int:
-        batches = [] if self._job is None else self._job.metrics.batches
-        return batches[-1].snapshot_id if batches else self._before
+        reports = [] if self._job is None else self._job.metrics.snapshots
+        return reports[-1].snapshot_id if reports else self._before
 
 
 def _positive(text: str) -> float:

@@ -237,6 +237,7 @@ def test_metrics_are_live_while_a_continuous_job_runs(engine: Any) -> None:
         assert metrics.execution_mode == "continuous"
         assert {p.vertex for p in metrics.processors} == {"source", "sink"}
         snapshot = metrics.snapshots[-1]
+        assert metrics.snapshot_count == len(metrics.snapshots)
         assert snapshot.bytes == sum(snapshot.vertex_bytes.values())
     finally:
         job.cancel()

@@ -86,6 +86,7 @@ def test_metrics_keep_the_newest_batches_and_exact_totals(
     assert metrics.execution_mode == "micro_batch"
     assert metrics.batch_count > 3  # 1,000 words, 50 per source processor and batch
     assert len(metrics.batches) == 3 and len(metrics.snapshots) == 3
+    assert metrics.snapshot_count == metrics.batch_count == metrics.snapshots[-1].snapshot_id
     assert [b.snapshot_id for b in metrics.batches] == [s.snapshot_id for s in metrics.snapshots]
     assert metrics.batches[-1].snapshot_id == metrics.batches[0].snapshot_id + 2
     assert sum(sum(p.emitted_count.values()) for p in metrics.of_vertex("source")) == len(items)

@@ -84,6 +84,8 @@ class JobMetrics:
     """SparkEngine micro-batch jobs: how many micro-batches committed in all."""
     snapshots: list[SnapshotReport] = field(default_factory=list)
     """The newest committed snapshots (at most RECENT_SNAPSHOTS), oldest first."""
+    snapshot_count: int = 0
+    """How many snapshots the job committed in all (`snapshots` keeps the newest)."""
     restarts: int = 0
     """How many times the job restarted from a snapshot by itself after a failure."""
     execution_mode: str = ""

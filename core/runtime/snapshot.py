@@ -114,6 +114,8 @@ class SnapshotCoordinator:
         """When the snapshot under way was requested (time.monotonic)."""
         self.reports: deque[SnapshotReport] = deque(maxlen=RECENT_SNAPSHOTS)
         """The newest commits of this run, oldest first, for the job's metrics."""
+        self.committed_count = 0
+        """How many snapshots this run committed."""
 
     # ----------------------------------------------------------------- building
 
@@ -222,6 +224,7 @@ class SnapshotCoordinator:
                 error, vertex_name=None, callback=f"saving snapshot {snapshot_id} to {self.store}"
             ) from error
         self.committed_id = snapshot_id
+        self.committed_count += 1
         self._in_progress = False
         size = snapshot.size()
         vertex_bytes: dict[str, int] = {}

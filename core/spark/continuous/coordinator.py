@@ -101,6 +101,7 @@ class ContinuousCoordinator:
         self._epoch: _Epoch | None = None
         self._metrics: dict[int, JobMetrics] = {}
         self._snapshots: list[SnapshotReport] = []
+        self._snapshot_count = 0
         self._next_start = 0.0
         self._closed = threading.Event()
         self._cancelled = False
@@ -125,6 +126,7 @@ class ContinuousCoordinator:
         with self._lock:
             merged = merge_metrics(list(self._metrics.values()))
             merged.snapshots = list(self._snapshots)
+            merged.snapshot_count = self._snapshot_count
             merged.restarts = self.restarts
         merged.execution_mode = "continuous"
         return merged
@@ -358,6 +360,7 @@ class ContinuousCoordinator:
             )
         )
         del self._snapshots[:-RECENT_SNAPSHOTS]
+        self._snapshot_count += 1
         self.last_committed = self._store.committed(snapshot_id)
         epoch.snapshot_id = None
         _log.info("%s: snapshot %d committed", self._job_name, snapshot_id)

@@ -245,7 +245,7 @@ class MicroBatchRunner:
         metrics = self.metrics
         metrics.batches = list(self._batch_reports)
         metrics.snapshots = list(self._snapshot_reports)
-        metrics.batch_count = self._batch_count
+        metrics.batch_count = metrics.snapshot_count = self._batch_count
         metrics.restarts = self._restarts
         metrics.execution_mode = MICRO_BATCH
         self.job.publish_metrics(metrics)
