@@ -175,42 +175,51 @@ def test_a_hash_join_over_a_priority_edge_joins_every_order_once(
     [(ExecutionMode.MICRO_BATCH, (2, 3, 1)), (ExecutionMode.CONTINUOUS, (2, 1, 2))],
 )
 def test_cancel_and_continue_at_other_member_counts(
-    spark_engine: Any,
-    tmp_path: Any,
-    mode: ExecutionMode,
-    member_counts: tuple[int, int, int],
-    monkeypatch: pytest.MonkeyPatch,
+    spark_engine: Any, tmp_path: Any, mode: ExecutionMode, member_counts: tuple[int, int, int]
 ) -> None:
-    """Rescale across runs of one job (continuous: within local[2]'s two task slots, one per
-    member), cancelling each run once it committed a snapshot: the counts are exact."""
+    """Continuous execution needs a task slot per member: 2 -> 3 -> 1 on three slots is
+    test_continuous_rescale.py's."""
+    continue_at_member_counts(spark_engine.context, mode, member_counts, tmp_path / "snapshots")
+
+
+def continue_at_member_counts(
+    context: Any, mode: ExecutionMode, member_counts: tuple[int, int, int], snapshots: Any
+) -> None:
+    """Rescale across runs of one job on `context` in `mode`, cancelling each of the first two
+    runs once it committed a snapshot: the counts are exact, and every run ran in `mode`."""
     from jetspark.core.spark import SparkEngine
 
-    monkeypatch.setattr(sys.modules[__name__], "MODE", mode, raising=True)
+    config = JobConfig(
+        processing_guarantee=EXACTLY_ONCE, snapshot_interval_millis=3, execution_mode=mode
+    )
     items = jobs.words(3000, seed=5)
-    store = DirectorySnapshotStore(tmp_path / "snapshots")
-    runs: list[int] = []
+    store = DirectorySnapshotStore(snapshots)
+    runs: list[Job] = []
     for members in member_counts[:2]:
-        engine = SparkEngine(spark_engine.context, members=members, batch_items=100)
+        engine = SparkEngine(context, members=members, batch_items=100)
         engine.get_list("words").extend(items)
         job = engine.new_job(
             jobs.counting_dag(_unhurried, sink="rescaled"),
-            guaranteed(),
+            config,
             snapshot_store=store,
             restore_from=store.latest(),
         )
         _wait_for_batches(job, 1)
         cancel(job)
-        runs.append(batches(job))
-    last = SparkEngine(spark_engine.context, members=member_counts[2], batch_items=100)
+        runs.append(job)
+    last = SparkEngine(context, members=member_counts[2], batch_items=100)
     last.get_list("words").extend(items)
-    last.new_job(
+    job = last.new_job(
         jobs.counting_dag(_identity, sink="rescaled"),
-        guaranteed(),
+        config,
         snapshot_store=store,
         restore_from=store.latest(),
-    ).join(120)
+    )
+    job.join(120)
+    runs.append(job)
     assert last.get_map("rescaled") == jobs.expected_counts(items)
-    assert all(count >= 1 for count in runs)
+    assert all(batches(run) >= 1 for run in runs[:2])
+    assert {run.metrics.execution_mode for run in runs} == {mode.value}
 
 
 def _trade(offset: int) -> tuple[int, str]:
