@@ -19,12 +19,11 @@ against numpy called directly. 14b and 14c need the `bench` extra (pandas, pyarr
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -32,14 +31,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bench.report import Goal, Row
-from bench.streaming_rows import _query_rate, _tuned_session
+from bench.streaming_rows import _query_rate, _tuned_session, cancelled_on_exit
 from bench.timing import Samples, alternate
 from bench.wordcount import load_example
 from jetspark.core import (
     DAG,
     DirectorySnapshotStore,
     Job,
-    JobCancelledError,
     JobConfig,
     LocalEngine,
     ProcessingGuarantee,
@@ -232,17 +230,6 @@ def _jetspark_job(spark: Any, workload: Workload, source: Any, sink: Any, root: 
     )
 
 
-@contextlib.contextmanager
-def _running(job: Job) -> Iterator[Job]:
-    """The job, cancelled on leaving."""
-    try:
-        yield job
-    finally:
-        job.cancel()
-        with contextlib.suppress(JobCancelledError):
-            job.join(120)
-
-
 def _wait_for(condition: Callable[[], bool], job: Job | None = None) -> None:
     """Waits until `condition()`; fails if `job` ended first, or after 10 minutes."""
     deadline = time.monotonic() + 600
@@ -264,7 +251,7 @@ def jetspark_rate(spark: Any, workload: Workload, seconds: float) -> tuple[float
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-infer-") as root:
         source = stream_journal_p(workload.events)
         job = _jetspark_job(spark, workload, source, noop_p(), root)
-        with _running(job):
+        with cancelled_on_exit(job):
             _wait_for(lambda: _classified(job) > 0, job)
             started, before = time.monotonic(), _classified(job)
             time.sleep(seconds)
@@ -288,7 +275,7 @@ def jetspark_latencies(spark: Any, workload: Workload, seconds: float) -> tuple[
         published = Latencies(Path(root, "out"))
         sink = write_file_transactional_p(str(published.directory), pace.latency_line)
         job = _jetspark_job(spark, workload, source, sink, root)
-        with _running(job):
+        with cancelled_on_exit(job):
             behind = CAUGHT_UP_SECONDS * LATENCY_RATE
 
             def caught_up() -> bool:

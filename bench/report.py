@@ -8,6 +8,7 @@ higher is better; the goal says which.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -35,7 +36,11 @@ class Goal:
         return value <= self.limit if self.op == "<=" else value >= self.limit
 
     def __str__(self) -> str:
-        limit = f"{self.limit / 1e6:g} M {self.unit}" if self.limit >= 1e5 else f"{self.limit:g}"
+        limit = (
+            f"{self.limit / 1e6:g} M {self.unit}"
+            if self.limit >= 1e5
+            else f"{self.limit:g} {self.unit}".rstrip()
+        )
         return f"{'≤' if self.op == '<=' else '≥'} {limit}"
 
 
@@ -46,7 +51,7 @@ class Row:
     number: str
     title: str
     unit: str
-    """"s", "MB", "keys/s", "items/s"."""
+    """"s", "ms", "MB", "keys/s", "items/s"."""
     subject: Samples
     baseline: Samples
     ratio: Samples
@@ -80,12 +85,16 @@ class Row:
 
 def _quantity(samples: Samples, unit: str) -> str:
     value = samples.median
+    if math.isnan(value):
+        return "—"
     if unit.endswith("/s"):
         return f"{value / 1e6:.2f} M {unit}" if value >= 1e5 else f"{value:,.0f} {unit}"
     return f"{value:.3g} {unit}" if value < 100 else f"{value:,.0f} {unit}"
 
 
 def _ratio(samples: Samples) -> str:
+    if math.isnan(samples.median):
+        return "—"
     if len(samples.values) == 1:
         return f"{samples.median:.2f}"
     return f"{samples.median:.2f} ({samples.low:.2f}-{samples.high:.2f})"
@@ -104,7 +113,8 @@ def markdown(rows: list[Row], machine: dict[str, Any], command: str, rounds: int
     for row in rows:
         goal = ""
         if row.goal is not None:
-            goal = f"{row.goal} {'✓' if row.goal.met(row) else '✗'}"
+            verdict = "" if math.isnan(row.ratio.median) else "✓" if row.goal.met(row) else "✗"
+            goal = f"{row.goal} {verdict}".rstrip()
         title = f"{row.title} ({row.note})" if row.note else row.title
         lines.append(
             f"| {row.number} | {title} | {_quantity(row.subject, row.unit)} | "
