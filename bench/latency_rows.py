@@ -24,7 +24,7 @@ Three systems, all exactly-once with 1 s snapshots where they have them, on the 
 
 - jetspark CONTINUOUS: `stream_socket_p` -> ... -> `write_socket_p`;
 - jetspark MICRO_BATCH: the same with bench's replayable `resuming_socket_p` as the source
-  (`stream_socket_p` loses events at batch boundaries: bench/resuming_source.py);
+  (SparkEngine refuses `stream_socket_p` in micro-batches: bench/resuming_source.py);
 - Structured Streaming: its socket source -> the same shape (a `repartition` by the event's
   number; `groupBy(window, ticker).count()` in update mode) -> a `foreach` writer sending lines,
   its batches as fast as it goes (`processingTime="0 seconds"`).

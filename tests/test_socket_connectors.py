@@ -131,3 +131,18 @@ def test_the_socket_source_on_spark(spark_engine: Any) -> None:
     spark_engine.new_job(lines_dag(server.port, 1)).join(120)
     server.join()
     assert sorted(spark_engine.get_list("lines")) == sorted(lines * spark_engine.members)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("members", [2, 3], ids=["MICRO_BATCH asked", "too few slots"])
+def test_a_socket_source_is_refused_as_micro_batches(spark_engine: Any, members: int) -> None:
+    """Every batch would open the source anew and lose the lines in flight between two
+    batches: refused at submit, naming the vertex, before anything connects."""
+    from jetspark.core import DagValidationError, ExecutionMode
+    from jetspark.core.spark import SparkEngine
+
+    engine = SparkEngine(spark_engine.context, members=members)
+    mode = ExecutionMode.MICRO_BATCH if members == 2 else ExecutionMode.AUTO
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, execution_mode=mode)
+    with pytest.raises(DagValidationError, match=r"vertex 'socket' \(stream_socket_p\)"):
+        engine.new_job(lines_dag(1, 1), config)

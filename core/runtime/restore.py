@@ -29,7 +29,7 @@ state of a vertex the DAG no longer has, unless the job's config says to drop it
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,11 +166,15 @@ def route_entries(
     return targets, keyed_from_running
 
 
-def completed_without_state(snapshot: Snapshot, plan: JobPlan) -> dict[ProcessorKey, bool]:
+def completed_without_state(
+    snapshot: Snapshot, plan: JobPlan, taking_over: Collection[ProcessorKey] = ()
+) -> dict[ProcessorKey, bool]:
     """Which processors of `plan` are restored as completed, decided from the snapshot's
     layout and completed flags alone (no state is read): as `route_snapshot`, except that
     after a change of layout a vertex whose processors had not all completed runs again
-    (sound: its processors resume from their final positions)."""
+    (sound: its processors resume from their final positions). `taking_over`: processors
+    known to restore keyed entries of a processor that had not completed; they run again,
+    and so does what they feed."""
     flags: dict[ProcessorKey, bool] = {}
     saved_flags = snapshot.completed_flags()
     completed = {key for key, done in saved_flags.items() if done}
@@ -183,8 +187,10 @@ def completed_without_state(snapshot: Snapshot, plan: JobPlan) -> dict[Processor
         feeders = [(edge.source_name, edge.senders()) for edge in vertex.inbound]
         for index in range(vertex.total_parallelism):
             flags[(name, index)] = (
-                all_completed or (same_layout and index in done)
-            ) and _feeders_completed(feeders, index, flags.__getitem__)
+                (all_completed or (same_layout and index in done))
+                and (name, index) not in taking_over
+                and _feeders_completed(feeders, index, flags.__getitem__)
+            )
     return flags
 
 

@@ -82,6 +82,7 @@ def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int
                 "execution_mode=MICRO_BATCH passes the job's state from batch to batch through "
                 "snapshots: it needs a processing guarantee (JobConfig(processing_guarantee=...))"
             )
+        _refuse_unreplayable_source(dag, "execution_mode=MICRO_BATCH")
         return Mode.MICRO_BATCH
     if asked is ExecutionMode.CONTINUOUS:
         if rdd_vertex is not None:
@@ -125,6 +126,12 @@ def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int
         )
         return Mode.CONTINUOUS
     fallback = Mode.MICRO_BATCH if guaranteed else Mode.STAGES
+    if fallback is Mode.MICRO_BATCH:
+        _refuse_unreplayable_source(
+            dag,
+            f"{context.master} has {slots} task slots for {members} members, so it would run "
+            "as micro-batches (CONTINUOUS needs a slot per member)",
+        )
     _log.warning(
         "%s runs as %s, not CONTINUOUS: %s, but %s has %d task slots and continuous execution "
         "needs one per member (%d)",
@@ -136,6 +143,22 @@ def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int
         members,
     )
     return fallback
+
+
+def _refuse_unreplayable_source(dag: DAG, why: str) -> None:
+    """A DagValidationError for a source that cannot replay (`stream_socket_p`): each
+    micro-batch opens it anew, and what was in flight between two batches would be lost with no
+    failure at all."""
+    for vertex in dag.vertices():
+        supplier = vertex.meta_supplier
+        if getattr(supplier, "replayable", True) is False and not dag.inbound_edges(vertex.name):
+            kind = getattr(supplier, "kind", type(supplier).__name__)
+            raise DagValidationError(
+                f"vertex '{vertex.name}' ({kind}) cannot replay what it read, and {why}: every "
+                "batch opens the source anew, so the lines in flight between two batches would "
+                "be lost; run the job CONTINUOUS (a task slot per member) or read the stream "
+                "through a replayable source"
+            )
 
 
 def _rdd_vertex(dag: DAG) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.runtime.restore import RestoredProcessor, completed_without_state, route_entries
-from jetspark.core.snapshot_keys import snapshot_targets
+from jetspark.core.snapshot_keys import BroadcastKey, snapshot_targets
 from jetspark.core.snapshot_store import (
     DirectorySnapshotStore,
     Held,
@@ -60,62 +60,101 @@ class RestoreSpec:
             vertex_plan = plan.vertices[name]
             lp = vertex_plan.local_parallelism
             wanted = {member * lp + local for local in range(lp)}
-            targets, _ = route_entries(self.snapshot_id, plan, vertex_plan, saved[name], wanted)
+            targets, keyed_from_running = route_entries(
+                self.snapshot_id, plan, vertex_plan, saved[name], wanted
+            )
             for index in wanted:
-                targets[index].completed = self.completed[(name, index)]
+                # the driver knows what moved only within a run: this task sees it always
+                targets[index].completed = (
+                    self.completed[(name, index)] and not keyed_from_running[index]
+                )
                 restored[(name, index)] = targets[index]
         return restored
 
 
 def restore_spec(
-    snapshot: Snapshot, plan: JobPlan, readers: Mapping[str, frozenset[int]] | None = None
+    snapshot: Snapshot,
+    plan: JobPlan,
+    readers: Mapping[str, frozenset[int]] | None = None,
+    keyed: Mapping[ProcessorKey, frozenset[int]] | None = None,
 ) -> RestoreSpec:
     """What the tasks of `plan` restore from `snapshot` (a snapshot of a directory store);
-    `readers` as RestoreSpec's, when the snapshot was taken at `plan`'s layout."""
+    `readers` as RestoreSpec's and `keyed` as `taking_over`'s, when the snapshot was taken at
+    `plan`'s layout by this run."""
     assert snapshot.parts is not None and snapshot.store is not None
+    moved = taking_over(snapshot, keyed) if keyed is not None else frozenset()
     return RestoreSpec(
         snapshot_id=snapshot.snapshot_id,
         store=snapshot.store,
         parts=dict(snapshot.parts),
-        completed=completed_without_state(snapshot, plan),
+        completed=completed_without_state(snapshot, plan, moved),
         readers=readers,
     )
 
 
+@dataclass(frozen=True)
+class SavedRouting:
+    """Where the entries one processor saved are restored under a plan's layout."""
+
+    keyed: frozenset[int]
+    """The global indexes of its vertex's processors that restore its keyed entries (the owner
+    of each key's partition, the rule of `snapshot_targets`)."""
+    broadcast: bool
+    """Whether it saved an entry under a broadcast key, which every processor restores."""
+
+
 def restoring_processors(
     plan: JobPlan, states: Mapping[ProcessorKey, ProcessorSnapshot]
-) -> dict[ProcessorKey, frozenset[int]]:
-    """Each processor of `states` -> the global indexes of its vertex's processors that restore
-    an entry it saved, under `plan`'s layout (the rule of `snapshot_targets`): all of them for
-    an entry under a broadcast key, the owner of the key's partition for any other. Decodes the
-    entries, unless the vertex has a single processor."""
-    restorers: dict[ProcessorKey, frozenset[int]] = {}
+) -> dict[ProcessorKey, SavedRouting]:
+    """Where the entries of each processor of `states` are restored under `plan`'s layout.
+    Decodes the entries, unless the vertex has a single processor."""
+    routing: dict[ProcessorKey, SavedRouting] = {}
     for key, state in states.items():
         vertex = plan.vertices[key[0]]
-        everyone = frozenset(range(vertex.total_parallelism))
-        if len(everyone) == 1:
-            restorers[key] = everyone
+        if vertex.total_parallelism == 1:
+            routing[key] = SavedRouting(frozenset({0}), broadcast=True)
             continue
         assignment = PartitionAssignment(
             plan.member_count, vertex.local_parallelism, plan.config.partition_count
         )
-        targets: set[int] = set()
+        keyed: set[int] = set()
+        broadcast = False
         for entry_key, _value in state.entries():
-            targets.update(snapshot_targets(entry_key, assignment))
-            if len(targets) == len(everyone):
-                break
-        restorers[key] = frozenset(targets)
-    return restorers
+            if isinstance(entry_key, BroadcastKey):
+                broadcast = True
+            else:
+                keyed.update(snapshot_targets(entry_key, assignment))
+        routing[key] = SavedRouting(frozenset(keyed), broadcast)
+    return routing
 
 
 def restoring_members(
-    plan: JobPlan, restorers: Mapping[ProcessorKey, frozenset[int]]
+    plan: JobPlan, routing: Mapping[ProcessorKey, SavedRouting]
 ) -> frozenset[int]:
-    """The members whose processors restore an entry of a part, from its `restoring_processors`."""
+    """The members whose processors restore an entry of a part, from its `restoring_processors`:
+    every member when the part holds a broadcast entry."""
+    if any(saved.broadcast for saved in routing.values()):
+        return frozenset(range(plan.member_count))
     return frozenset(
         target // plan.vertices[vertex].local_parallelism
-        for (vertex, _), targets in restorers.items()
+        for (vertex, _), saved in routing.items()
+        for target in saved.keyed
+    )
+
+
+def taking_over(
+    snapshot: Snapshot, keyed: Mapping[ProcessorKey, frozenset[int]]
+) -> frozenset[ProcessorKey]:
+    """The processors that restore keyed entries a processor of the same vertex saved before it
+    completed (`keyed`: each saved processor's `SavedRouting.keyed`): they must run again, even
+    if they had completed, or those entries would never be processed."""
+    completed = snapshot.completed_flags()
+    return frozenset(
+        (vertex, target)
+        for (vertex, index), targets in keyed.items()
+        if not completed.get((vertex, index), False)
         for target in targets
+        if target != index
     )
 
 

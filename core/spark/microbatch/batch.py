@@ -205,9 +205,10 @@ class BatchCoordinator(TaskSnapshot):
         # one of the attempt whose records it collected)
         name = f"{self._task}-attempt{attempt}"
         tag = spec.store.write_part(spec.snapshot_id, name, states)
-        restorers = restoring_processors(self._plan, states)
-        readers = restoring_members(self._plan, restorers)
-        part = (tag, held_by(states), readers, restorers)
+        routing = restoring_processors(self._plan, states)
+        readers = restoring_members(self._plan, routing)
+        keyed = {key: saved.keyed for key, saved in routing.items()}
+        part = (tag, held_by(states), readers, keyed)
         yield result_record(self._member, stage, SNAPSHOT, name, part)
         sealed = self._plan.stores.sealed
         if sealed:

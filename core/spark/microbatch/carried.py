@@ -8,8 +8,10 @@ processor had not passed a watermark over yet. Those entries leave behind a wate
 holder already sent, and a downstream that trusted the carried one would drop them as late.
 
 So the watermark carried on a queue is capped at the lowest one sent by any processor whose
-saved entries its upstream restores. A processor that restores only its own entries (no key
-moved) keeps its watermark, so a quiet input still does not hold the coalesced watermark back.
+saved keyed entries its upstream restores (an entry under a broadcast key is a progress marker,
+such as a window processor's next window, which holds no items to emit). A processor that
+restores only its own keyed entries (no key moved) keeps its watermark, so a quiet input still
+does not hold the coalesced watermark back.
 """
 
 from __future__ import annotations
@@ -24,18 +26,19 @@ from jetspark.core.snapshot_store import ProcessorKey
 def carried_watermarks(
     plan: JobPlan,
     ended: Mapping[ProcessorKey, CarriedWatermarks],
-    restorers: Mapping[ProcessorKey, frozenset[int]],
+    keyed: Mapping[ProcessorKey, frozenset[int]],
 ) -> dict[ProcessorKey, CarriedWatermarks]:
     """What the coalescers of the next batch start from: `ended` (each processor's coalescer at
-    the end of the batch) with every queue capped as the module says; `restorers` maps each
-    processor that saved state to the global indexes of its vertex that restore its entries."""
+    the end of the batch) with every queue capped as the module says; `keyed` maps each
+    processor that saved state to the global indexes of its vertex that restore its keyed
+    entries."""
     senders = {key: queue_senders(plan, key) for key in ended}
     sent: dict[ProcessorKey, float] = {}
     for key, (watermarks, *_) in ended.items():
         for sender, watermark in zip(senders[key], watermarks, strict=True):
             sent[sender] = min(sent.get(sender, watermark), watermark)
     restored_from: dict[ProcessorKey, set[int]] = {}
-    for (vertex, index), targets in restorers.items():
+    for (vertex, index), targets in keyed.items():
         for target in targets:
             restored_from.setdefault((vertex, target), set()).add(index)
 

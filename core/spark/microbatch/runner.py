@@ -139,6 +139,8 @@ class MicroBatchRunner:
         """The last committed snapshot (or the one the job restores)."""
         self._watermarks: dict[ProcessorKey, CarriedWatermarks] = {}
         """The processors' watermark coalescers after the last committed batch of this run."""
+        self._keyed: dict[ProcessorKey, frozenset[int]] | None = None
+        """Where each processor's keyed entries of that snapshot are restored (same proviso)."""
         self._readers: dict[str, frozenset[int]] | None = None
         """Which members read each part of the last committed snapshot, when this run wrote
         it (None: the run restores a snapshot taken elsewhere, maybe at another layout)."""
@@ -269,7 +271,11 @@ class MicroBatchRunner:
                 snapshot_id=snapshot_id,
                 store=self.store,
                 item_budget=self._budget,
-                restore=restore_spec(last, plan, self._readers) if last is not None else None,
+                restore=(
+                    restore_spec(last, plan, self._readers, self._keyed)
+                    if last is not None
+                    else None
+                ),
                 sources_read_to_the_end=self._read_to_the_end,
                 unbudgeted_sources=frozenset(rdd_sources or ()),
                 run=secrets.token_hex(8),
@@ -296,8 +302,8 @@ class MicroBatchRunner:
             if plan is not None:
                 plan.close(error)
         committed = self.store.committed(snapshot_id)
-        self._watermarks = carried_watermarks(plan, facts.watermarks, facts.restorers)
-        self._readers = facts.readers
+        self._watermarks = carried_watermarks(plan, facts.watermarks, facts.keyed)
+        self._readers, self._keyed = facts.readers, facts.keyed
         duration = time.monotonic() - started
         state_bytes = sum(facts.vertex_bytes.values())
         report = BatchReport(
@@ -326,8 +332,8 @@ class BatchFacts:
     """The snapshot's parts: name -> (tag, the processors it holds)."""
     readers: dict[str, frozenset[int]] = field(default_factory=dict)
     """Part name -> the members whose processors restore an entry of it (task_restore.py)."""
-    restorers: dict[ProcessorKey, frozenset[int]] = field(default_factory=dict)
-    """Saved processor -> the global indexes of its vertex that restore an entry of it."""
+    keyed: dict[ProcessorKey, frozenset[int]] = field(default_factory=dict)
+    """Saved processor -> the global indexes of its vertex that restore its keyed entries."""
     input_items: int = 0
     behind: bool = False
     """True when a source spent its whole budget."""
@@ -345,10 +351,10 @@ class BatchFacts:
         for _member, body in results:
             _, kind, name, payload, _stage = body
             if kind == SNAPSHOT:
-                tag, held, readers, restorers = payload
+                tag, held, readers, keyed = payload
                 facts.parts[name] = (tag, tuple(map(tuple, held)))
                 facts.readers[name] = readers
-                facts.restorers.update(restorers)
+                facts.keyed.update(keyed)
             elif kind == BATCH:
                 spent, exhausted, vertex_bytes, watermarks = payload
                 facts.input_items += spent
