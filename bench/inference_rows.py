@@ -8,9 +8,10 @@
   over `seconds` of each running as fast as it goes (first batch or second out);
 - 14c, the same pair fed at a fixed `LATENCY_RATE` events/s (jetspark: a paced source of its own;
   Spark: the `rate` source): the latency of an event, from the moment it is due to the moment its
-  prediction reaches the sink (wall clock, in the executor: the line the transactional file sink
-  writes; a `foreach` writer's `process`), p99 over the events due in the `seconds` after the
-  system caught up with the stream (within 2 s of it: the backlog of its start-up out).
+  prediction reaches the sink (wall clock, in the executor: jetspark's `LatencyLinesP` takes it
+  as the prediction arrives, a `foreach` writer's `process` as the row does; both sinks are
+  at-least-once, the job's state exactly-once), p99 over the events due in the `seconds` that
+  start SETTLE_SECONDS after the system caught up with the stream (within 2 s of it).
 
 Both sides predict with the same weights and the same numpy code, checked first on 2,000 digits
 against numpy called directly. 14b and 14c need the `bench` extra (pandas, pyarrow) for
@@ -19,6 +20,7 @@ against numpy called directly. 14b and 14c need the `bench` extra (pandas, pyarr
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -43,6 +45,7 @@ from jetspark.core import (
     ProcessingGuarantee,
 )
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.suppliers import ProcessorMetaSupplier
 from jetspark.edges import between, from_
 from jetspark.processors import (
     ContextFactory,
@@ -53,9 +56,9 @@ from jetspark.processors import (
     read_journal_p,
     read_list_p,
     stream_journal_p,
-    write_file_transactional_p,
     write_list_p,
 )
+from jetspark.processors.functions import drain
 from jetspark.processors.snapshots import ProcessorState
 
 MAX_BATCH_SIZE = 256
@@ -261,6 +264,10 @@ def jetspark_rate(spark: Any, workload: Workload, seconds: float) -> tuple[float
 
 CAUGHT_UP_SECONDS = 2.0
 """A system is caught up with the stream once it is less than this much of it behind."""
+SETTLE_SECONDS = 5.0
+"""How long each system runs on after it caught up before the measured span starts: the
+backlog of its start-up is worked off by then (without it, a system with a latency of a few
+milliseconds still shows its last second of backlog as its p99)."""
 
 
 def jetspark_latencies(spark: Any, workload: Workload, seconds: float) -> tuple[list[float], str]:
@@ -273,7 +280,9 @@ def jetspark_latencies(spark: Any, workload: Workload, seconds: float) -> tuple[
             return PacedEventsP(events, pace)
 
         published = Latencies(Path(root, "out"))
-        sink = write_file_transactional_p(str(published.directory), pace.latency_line)
+        published.directory.mkdir()
+        directory = str(published.directory)
+        sink = ProcessorMetaSupplier.of(lambda: LatencyLinesP(directory, pace))
         job = _jetspark_job(spark, workload, source, sink, root)
         with cancelled_on_exit(job):
             behind = CAUGHT_UP_SECONDS * LATENCY_RATE
@@ -282,26 +291,61 @@ def jetspark_latencies(spark: Any, workload: Workload, seconds: float) -> tuple[
                 return _classified(job) >= pace.rate * (time.time() - pace.start) - behind
 
             _wait_for(caught_up, job)
+            time.sleep(SETTLE_SECONDS)
             window = (time.time(), time.time() + seconds)
-            _wait_for(lambda: published.refresh() >= window[1], job)  # committed past it
+            _wait_for(lambda: published.refresh() >= window[1], job)  # written past it
         return published.within(*window), job.metrics.execution_mode
 
 
+class LatencyLinesP(AbstractProcessor):
+    """Row 14c's jetspark sink: a `due latency` line per prediction, its latency taken as it
+    arrives (as Structured Streaming's foreach writer takes it), a file per processor, flushed
+    after every inbox. Non-cooperative (file writes)."""
+
+    def __init__(self, directory: str, pace: Pace) -> None:
+        super().__init__()
+        self._directory, self._pace = directory, pace
+        self._file: Any = None
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def init(self, outbox: Any, context: Any) -> None:
+        super().init(outbox, context)
+        name = f"{self._directory}/part-{context.global_processor_index}-{os.getpid()}"
+        self._file = open(name, "a", encoding="ascii")  # noqa: SIM115
+
+    def process(self, ordinal: int, inbox: Any) -> None:
+        line = self._pace.latency_line
+        self._file.write("".join(line(prediction) + "\n" for prediction in drain(inbox)))
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
 class Latencies:
-    """The `due latency` lines of the files in `directory`, each file read once (read a file
-    only once it is whole: the transactional sink publishes whole files)."""
+    """The `due latency` lines of the files in `directory`, read as they grow (whole lines
+    only: a file may be read while it is written)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._read: set[Path] = set()
+        self._offsets: dict[Path, int] = {}
         self._pairs: list[tuple[float, float]] = []
 
     def refresh(self) -> float:
-        """Reads the files not read yet; returns the latest due time read so far."""
+        """Reads the lines written since the last call; returns the latest due time so far."""
         for path in sorted(self.directory.glob("part-*")):
-            if path not in self._read:
-                self._read.add(path)
-                self._pairs += [tuple(map(float, line.split())) for line in path.open()]
+            with path.open("rb") as file:
+                file.seek(self._offsets.get(path, 0))
+                data = file.read()
+            whole = data[: data.rfind(b"\n") + 1]
+            self._offsets[path] = self._offsets.get(path, 0) + len(whole)
+            self._pairs += [
+                (float(due), float(latency))
+                for due, latency in (line.split() for line in whole.decode().splitlines())
+            ]
         return max((due for due, _ in self._pairs), default=0.0)
 
     def within(self, start: float, end: float) -> list[float]:
@@ -386,6 +430,7 @@ def structured_streaming_latencies(spark: Any, workload: Workload, seconds: floa
         try:
             behind = CAUGHT_UP_SECONDS * LATENCY_RATE
             _wait_for(lambda: 0 < (query.lastProgress or {}).get("numInputRows", 0) < behind)
+            time.sleep(SETTLE_SECONDS)
             window = (time.time(), time.time() + seconds)
             time.sleep(seconds)
             last = query.lastProgress["batchId"]
