@@ -29,8 +29,11 @@ from test_streaming_conformance import unbounded_windows_dag
 
 from jetspark.core import DAG, DirectorySnapshotStore, ExecutionMode, JobCancelledError, JobConfig
 from jetspark.core import ProcessingGuarantee as Guarantee
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.snapshot_keys import broadcast_key
 from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.session import create_context
+from jetspark.core.suppliers import ProcessorMetaSupplier
 from jetspark.edges import between
 from jetspark.processors import aggregate_by_key_p, generate_p, map_p, write_map_p
 from jetspark.processors.aggregate import counting
@@ -48,12 +51,12 @@ def _slowly(n: int) -> int:
     return n
 
 
-def four_stage_dag() -> DAG:
+def four_stage_dag(numbers_source: Any = None) -> DAG:
     """numbers -(partitioned)-> spread -(round robin)-> tag -(partitioned by key)-> slow ->
     count -> sink: the last stage (slow, count, sink) reads what the round-robin edge, fed by a
-    shuffle, routed."""
+    shuffle, routed. `numbers_source`: the numbers' supplier (default `generate_p(NUMBERS)`)."""
     dag = DAG("executor-kill")
-    numbers = dag.new_vertex("numbers", generate_p(NUMBERS))
+    numbers = dag.new_vertex("numbers", numbers_source or generate_p(NUMBERS))
     spread = dag.new_vertex("spread", map_p(_identity))
     tag = dag.new_vertex("tag", map_p(_key))
     slow = dag.new_vertex("slow", map_p(_slowly))
@@ -99,14 +102,47 @@ def _kill_an_executor_in_the_last_stage(
         time.sleep(0.05)
 
 
-def _kill_an_executor_after_a_commit(snapshots: str, killed: list[int]) -> None:
-    """Kills one executor JVM once a snapshot is committed in `snapshots`."""
+def _kill_an_executor_after_a_commit(snapshots: str, gate: str, killed: list[int]) -> None:
+    """Kills one executor JVM once a snapshot is committed in `snapshots`, then opens `gate`
+    (a file), so the job cannot have ended before the kill, however fast it runs."""
     while not glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST")):
         time.sleep(0.05)
     pids = _executor_pids()
     if pids:
         os.kill(pids[0], signal.SIGKILL)
         killed.append(pids[0])
+    open(gate, "w").close()
+
+
+class GatedNumbers(AbstractProcessor):
+    """The numbers below NUMBERS (processor i of n: i, i + n, ...), replayable; from NUMBERS // 2
+    on only once the file `gate` exists."""
+
+    def __init__(self, gate: str) -> None:
+        super().__init__()
+        self.gate = gate
+        self.next = -1
+
+    def complete(self) -> bool:
+        context = self.context
+        if self.next < 0:
+            self.next = context.global_processor_index
+        while self.next < NUMBERS:
+            if self.next >= NUMBERS // 2 and not os.path.exists(self.gate):
+                return False
+            if not self.try_emit(self.next):
+                return False
+            self.next += context.total_parallelism
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        return self.try_emit_to_snapshot(
+            broadcast_key(self.context.global_processor_index), self.next
+        )
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if key.key == self.context.global_processor_index:
+            self.next = value
 
 
 def main(master: str, work: str, mode: str, n: int) -> None:
@@ -120,11 +156,13 @@ def main(master: str, work: str, mode: str, n: int) -> None:
             execution_mode=ExecutionMode.CONTINUOUS,
         )
         killed = []
+        gate = os.path.join(work, "gate")
         threading.Thread(
-            target=_kill_an_executor_after_a_commit, args=(snapshots, killed), daemon=True
+            target=_kill_an_executor_after_a_commit, args=(snapshots, gate, killed), daemon=True
         ).start()
+        source = ProcessorMetaSupplier.of(lambda: GatedNumbers(gate))
         job = engine.new_job(
-            four_stage_dag(), config, snapshot_store=DirectorySnapshotStore(snapshots)
+            four_stage_dag(source), config, snapshot_store=DirectorySnapshotStore(snapshots)
         )
         job.join(600)
         counts = sorted(engine.get_map("counts").items())
