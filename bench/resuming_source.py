@@ -4,9 +4,10 @@ server (bench/latency_servers.py, resuming), from a position saved in snapshots.
 `stream_socket_p` cannot replay, and a micro-batch job closes its connection at the end of
 every batch (each batch is a Spark job of its own): what the server had sent into it and the
 source had not emitted would be lost without any failure, so SparkEngine refuses to run
-`stream_socket_p` as micro-batches. This source connects, says `from NEXT STEP` (processor i of T takes
-events i, i+T, ...) and saves the number of the next event it will emit: a batch that starts
-from the snapshot asks the server again from there, so every event is emitted exactly once.
+`stream_socket_p` as micro-batches. This source connects, says `from NEXT STEP` (processor i
+of T takes events i, i+T, ...) and saves the number of the next event it will emit: a batch
+that starts from the snapshot asks the server again from there, so every event is emitted
+exactly once.
 It emits what it read in the same call (a micro-batch ends its source's input at the first
 `complete()` that returns False having emitted nothing), and ends its batch when nothing more
 has arrived (after waiting up to FIRST_READ_SECONDS for the server's first lines on a new

@@ -128,27 +128,31 @@ class StreamSocketP(AbstractProcessor):
         self._socket.settimeout(_READ_TIMEOUT_SECONDS)
 
     def complete(self) -> bool:
+        if not self._lines and not self._closed:
+            self._receive()  # what arrived is emitted in this same call
         while self._lines:
             if not self.try_emit(self._lines[0]):
                 return False
             del self._lines[0]
-        if self._closed:
-            return True
+        return self._closed
+
+    def _receive(self) -> None:
+        """Waits up to _READ_TIMEOUT_SECONDS for data; its whole lines go to `_lines`, and at
+        the end of the stream the last, possibly unterminated, one."""
         assert self._socket is not None
         try:
             data = self._socket.recv(_RECEIVE_BYTES)
         except TimeoutError:
-            return False  # nothing now: called again
+            return
         if not data:
             self._closed = True
             text = self._partial + self._decoder.decode(b"", final=True)
             self._lines = [text] if text else []
             self._partial = ""
-            return False
+            return
         lines = (self._partial + self._decoder.decode(data)).split("\n")
         self._partial = lines.pop()
         self._lines = [line.removesuffix("\r") for line in lines]
-        return False
 
     def close(self) -> None:
         if self._socket is not None:

@@ -101,6 +101,9 @@ class RecordReader:
     def close(self) -> None:
         pass
 
+    def wake_on_input(self, wakeup: object) -> None:
+        pass  # its input is an iterator read on the driving thread
+
     def call(self) -> int:
         result = NO_PROGRESS
         while True:

@@ -14,6 +14,7 @@ from jetspark.core import (
     Context,
     Inbox,
     InMemorySnapshotStore,
+    JobCancelledError,
     JobConfig,
     JobFailedError,
     Outbox,
@@ -359,6 +360,25 @@ def test_each_save_is_committed_before_the_next_and_the_final_state_at_the_end()
         run.rounds_of(2)
     run.finish()
     assert re.fullmatch(r"(save,committed,)+complete,save,committed", ",".join(log)), log
+
+
+def test_a_run_cancelled_right_after_a_commit_still_tells_the_processors_of_it():
+    """A transactional sink publishes in `snapshot_committed`: a commit it had not seen yet when
+    the job was cancelled reaches it as the run stops, or the committed output stays hidden."""
+    log: list[str] = []
+    dag = DAG()
+    source = dag.new_vertex("source", lambda: Held([1], {"go": False}))
+    sink = dag.new_vertex("sink", lambda: Recorder(log))
+    dag.edge(between(source, sink))
+    run = Run(dag, EXACTLY_ONCE, InMemorySnapshotStore(), Stores())
+    run.coordinator.request_snapshot()
+    run.step_until(lambda: log == ["save"])
+    run.coordinator.tick()  # the commit, as another member's thread makes it between two rounds
+    assert run.coordinator.committed_id == 1 and log == ["save"]
+    run.runtime.cancel()
+    with pytest.raises(JobCancelledError):
+        run.rounds_of(1)
+    assert log == ["save", "committed"]
 
 
 class Unserializable(Processor):

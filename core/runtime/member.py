@@ -15,6 +15,7 @@ from jetspark.core.runtime.plan import EdgePlan
 from jetspark.core.runtime.priority import STALL_SECONDS, priority_stall
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.runtime.tasklet import DONE, ProcessorTasklet, Tasklet
+from jetspark.core.runtime.wakeup import Wakeup
 from jetspark.core.suppliers import ProcessorSupplier
 
 MIN_BACKOFF_SECONDS = 0.000_01
@@ -29,7 +30,7 @@ class Backoff:
     def __init__(self) -> None:
         self._delay = MIN_BACKOFF_SECONDS
 
-    def idle(self, wait: Callable[[float], object] = time.sleep) -> None:
+    def idle(self, wait: Callable[[float], object]) -> None:
         """Waits the current delay (`wait(seconds)`, which may return early when input
         arrives) and doubles it (up to the cap)."""
         wait(self._delay)
@@ -96,6 +97,10 @@ class MemberRuntime:
         """When a non-cooperative tasklet last made progress (time.monotonic)."""
         self._thread_returned: dict[int, float] = {}
         """id(non-cooperative tasklet) -> when its last call returned (time.monotonic)."""
+        self.wakeup = Wakeup()
+        """Ends the cooperative loop's idle wait when a thread pushes into its queues."""
+        self._thread_wakeups: dict[int, Wakeup] = {}
+        """id(non-cooperative tasklet) -> the wake-up of its thread."""
 
     def cancel(self) -> None:
         """Asks the runtime to stop; the driving call raises JobCancelledError at its next round."""
@@ -106,16 +111,18 @@ class MemberRuntime:
         for _ in self.drive():
             pass
 
-    def drive(self, wait: Callable[[float], object] = time.sleep) -> Iterator[None]:
+    def drive(self, wait: Callable[[float], object] | None = None) -> Iterator[None]:
         """Drives the tasklets to the end, yielding after every round (a Spark task hands its
-        records on there), waiting briefly when nothing moves: `wait(seconds)` sleeps, or
-        returns as soon as input arrives (a continuous member waits on its sockets).
+        records on there), waiting briefly when nothing moves, until input arrives from a
+        thread (`wakeup`) or from what `wait(seconds)` watches besides it (a continuous
+        member's sockets: its selector must watch `wakeup` too).
 
         When nothing has moved for `priority.STALL_SECONDS` while a processor waits for an
         inbound edge of its current priority behind another edge's full queue (the priority
         trap), the job fails with that diagnosis instead of hanging.
         """
         backoff = Backoff()
+        idle_wait = partial(self.wakeup.wait, block=wait)
         rounds = self.run_iter()
         stalled_since: float | None = None
         for progress in rounds:
@@ -132,7 +139,7 @@ class MemberRuntime:
                 trap = priority_stall(self.tasklets, self._edges)
                 if trap is not None:
                     rounds.throw(trap)
-            backoff.idle(wait)
+            backoff.idle(idle_wait)
 
     def run_iter(self) -> Iterator[bool]:
         """Starts the tasklets, then yields after each round whether it made progress.
@@ -162,6 +169,7 @@ class MemberRuntime:
             raise JobCancelledError("the job was cancelled")
         if self._thread_error is not None:
             raise self._thread_error
+        self.wakeup.begin_round()
         if self.snapshots is not None:
             self.snapshots.tick()
         tasklets = self._cooperative
@@ -264,20 +272,24 @@ class MemberRuntime:
         for tasklet in self.tasklets:
             if tasklet.is_cooperative():
                 self._cooperative.append(tasklet)
+                tasklet.wake_on_input(self.wakeup)
             else:
+                wakeup = self._thread_wakeups[id(tasklet)] = Wakeup()
+                tasklet.wake_on_input(wakeup)
                 thread = threading.Thread(
                     target=self._run_on_thread,
-                    args=(tasklet,),
+                    args=(tasklet, wakeup),
                     name=f"jetspark-{tasklet.name}",
                     daemon=True,
                 )
                 self._threads.append((thread, tasklet))
                 thread.start()
 
-    def _run_on_thread(self, tasklet: Tasklet) -> None:
+    def _run_on_thread(self, tasklet: Tasklet, wakeup: Wakeup) -> None:
         backoff = Backoff()
         try:
             while not self._stopping:
+                wakeup.begin_round()
                 result = tasklet.call()
                 if result == DONE:
                     return
@@ -286,7 +298,7 @@ class MemberRuntime:
                     self._last_thread_progress = now
                     backoff.reset()
                 else:
-                    backoff.idle()
+                    backoff.idle(wakeup.wait)
         except BaseException as error:
             if self._thread_error is None:
                 self._thread_error = error
@@ -309,11 +321,15 @@ class MemberRuntime:
             self._shut_down = True
         self._stopping = True
         self._watchdog_stop.set()
+        for wakeup in self._thread_wakeups.values():
+            wakeup.notify()
         deadline = time.monotonic() + self._stop_timeout
         stuck = set() if blocked is None else {id(blocked)}
         for thread, tasklet in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
+            if not thread.is_alive():
+                self._thread_wakeups[id(tasklet)].close()
+            else:
                 stuck.add(id(tasklet))
                 tasklet.logger.warning(
                     "%s: still inside %s %.1f s after the job stopped; its thread is left "
@@ -322,7 +338,10 @@ class MemberRuntime:
                     tasklet.callback,
                     self._stop_timeout,
                 )
-        steps: list[CloseStep] = [
+        steps: list[CloseStep] = []
+        if self.snapshots is not None:  # before `close`: a cancelled run still publishes
+            steps += self.snapshots.owed_commits(stuck)
+        steps += [
             (_vertex_of(t), _index_of(t), "close", t.close)
             for t in self._init_called
             if id(t) not in stuck
@@ -333,6 +352,7 @@ class MemberRuntime:
             (vertex, None, "ProcessorSupplier.close", partial(supplier.close, error))
             for vertex, supplier in self._suppliers
         ]
+        self.wakeup.close()
         close_all(steps, error)
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jetspark.core.runtime.wakeup import Wakeup
 
 
 class _DoneItem:
@@ -31,10 +34,11 @@ class Queue:
 
     One producer and one consumer may sit on different threads: each counter has one writer,
     deque appends and pops are atomic, and the producer counts before appending while the consumer
-    counts after removing, so `size()` can only overestimate for a moment.
+    counts after removing, so `size()` can only overestimate for a moment. Every push notifies
+    the consumer's driver (`wakeup`, set when the runtime starts), so a waiting one runs at once.
     """
 
-    __slots__ = ("capacity", "chunks", "popped", "pushed")
+    __slots__ = ("capacity", "chunks", "popped", "pushed", "wakeup")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
@@ -45,6 +49,8 @@ class Queue:
         """Items and control entries ever pushed; written by the producer only."""
         self.popped = 0
         """Items and control entries ever removed; written by the consumer only."""
+        self.wakeup: Wakeup | None = None
+        """The consumer's driver's wake-up (None until the runtime starts)."""
 
     def room(self) -> int:
         """How many more items (or control entries) the queue accepts now."""
@@ -58,11 +64,15 @@ class Queue:
         """Appends a chunk of items; the caller keeps `len(chunk) <= room()`, never mutates it."""
         self.pushed += len(chunk)
         self.chunks.append(chunk)
+        if self.wakeup is not None:
+            self.wakeup.notify()
 
     def push_control(self, entry: Any) -> None:
         """Appends one control entry (a watermark, DONE_ITEM); it takes one unit of room."""
         self.pushed += 1
         self.chunks.append(entry)
+        if self.wakeup is not None:
+            self.wakeup.notify()
 
     def __repr__(self) -> str:
         return f"Queue(size={self.size()}, capacity={self.capacity})"

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError
+from jetspark.core.runtime.closing import CloseStep
 from jetspark.core.runtime.coalescer import CarriedWatermarks
 from jetspark.core.runtime.metrics import RECENT_SNAPSHOTS, SnapshotReport
 from jetspark.core.runtime.restore import RestoredProcessor, route_snapshot
@@ -247,6 +248,16 @@ class SnapshotCoordinator:
             size,
         )
         self._tell_finals_committed(finals)
+
+    def owed_commits(self, excluding: set[int]) -> list[CloseStep]:
+        """The `snapshot_committed()` calls a stopping run owes its processors (those whose
+        tasklets' ids are not in `excluding`, the ones stuck in a callback): a commit they had
+        not seen yet when the run was cancelled or failed. Transactional sinks publish there."""
+        steps: list[CloseStep] = []
+        for (vertex, index), tasklet in self._tasklets.items():
+            if id(tasklet) not in excluding and (call := tasklet.owed_commit()) is not None:
+                steps.append((vertex, index, "snapshot_committed", call))
+        return steps
 
     def _tell_finals_committed(self, keys: list[ProcessorKey]) -> None:
         for key in keys:

@@ -19,8 +19,9 @@ On top of ProcessorTasklet's states it has:
 
 A processor never has two uncommitted saves: a save (and the final save) waits until the
 previous one is committed. The commit reaches the processor as `snapshot_committed()`, called
-by this tasklet at the start of its next `call()`, or by the coordinator once the tasklet has
-reported its final state.
+by this tasklet at the start of its next `call()`, by the coordinator once the tasklet has
+reported its final state, or by the runtime as it stops (`owed_commit`): a run cancelled just
+after a commit still publishes what the snapshot committed.
 """
 
 from __future__ import annotations
@@ -161,11 +162,23 @@ class SnapshottingTasklet(ProcessorTasklet):
 
     def call(self) -> int:
         """Delivers a commit the coordinator made since the last call, then one step."""
-        if self._coordinator.committed_id != self._commits_seen and not self._handed_over:
-            self._commits_seen = self._coordinator.committed_id
-            if self._uncommitted:
-                self._tell_committed()
+        if self._commit_owed():
+            self._tell_committed()
         return super().call()
+
+    def owed_commit(self) -> Callable[[], None] | None:
+        """At the end of a run (cancelled or failed): the processor's `snapshot_committed`
+        when the coordinator committed its last save and it was not told yet, else None."""
+        if not self._commit_owed():
+            return None
+        self._uncommitted = False
+        return self.processor.snapshot_committed
+
+    def _commit_owed(self) -> bool:
+        if self._coordinator.committed_id == self._commits_seen or self._handed_over:
+            return False
+        self._commits_seen = self._coordinator.committed_id
+        return self._uncommitted
 
     def final_state_committed(self) -> None:
         """Called by the coordinator: the final state is committed (or the job completed)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jetspark.core.context import Context
 from jetspark.core.errors import CallbackResultError, JobFailedError
@@ -16,6 +16,9 @@ from jetspark.core.runtime.outbox import TaskletOutbox
 from jetspark.core.runtime.queue import DONE_ITEM
 from jetspark.core.watermark import IDLE_MESSAGE
 from jetspark.edges.routing import Router
+
+if TYPE_CHECKING:
+    from jetspark.core.runtime.wakeup import Wakeup
 
 NO_PROGRESS = 0
 """`call()` result: nothing moved; when no tasklet makes progress the driver backs off."""
@@ -55,6 +58,10 @@ class Tasklet(Protocol):
 
     def call(self) -> int:
         """Does a small amount of work and reports on it."""
+        ...
+
+    def wake_on_input(self, wakeup: Wakeup) -> None:
+        """Has `wakeup` notified whenever input for this tasklet arrives in its queues."""
         ...
 
     def close(self) -> None:
@@ -130,6 +137,12 @@ class ProcessorTasklet:
     def is_cooperative(self) -> bool:
         """What the processor said after `init`."""
         return self.cooperative
+
+    def wake_on_input(self, wakeup: Wakeup) -> None:
+        """Every inbound queue notifies `wakeup` as it is pushed to."""
+        for stream in self.streams:
+            for queue in stream.queues:
+                queue.wakeup = wakeup
 
     def call(self) -> int:
         """Runs one step of the state machine, then drains the outbox into the routers."""

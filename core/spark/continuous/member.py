@@ -283,6 +283,7 @@ class MemberTask:
                 plan, [member], exchange=exchange, cancel_event=cancel, snapshots=snapshots
             )
             next_results = next_metrics = 0.0
+            exchange.watch(runtime.wakeup)
             for _ in runtime.drive(exchange.wait_for_input):
                 now = time.monotonic()
                 if now >= next_results:  # a few writes wait a moment, a batch-full never

@@ -26,7 +26,6 @@ import pickle
 import selectors
 import socket
 import struct
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from jetspark.core.runtime.exchange import Link
 from jetspark.core.runtime.queue import DONE_ITEM, Queue
 from jetspark.core.runtime.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, Tasklet
+from jetspark.core.runtime.wakeup import Wakeup
 from jetspark.core.serialization import decode_batch, encode_batch
 
 _HEADER = struct.Struct("<IBiiiI")
@@ -200,6 +200,9 @@ class PeerStream:
         """The socket's descriptor, for a member waiting for input (selectors)."""
         return self._socket.fileno()
 
+    def wake_on_input(self, wakeup: Wakeup) -> None:
+        """Its input is the socket, which the member's wait watches (`StreamExchange`)."""
+
     def call(self) -> int:
         """One round of sending, receiving and delivering; see the class docstring."""
         progress = NO_PROGRESS
@@ -341,11 +344,9 @@ class StreamExchange:
 
     def __init__(self, member: int, connections: Mapping[int, socket.socket]) -> None:
         self.member = member
-        self._selector: selectors.BaseSelector | None = None
-        if connections:
-            self._selector = selectors.DefaultSelector()
-            for connection in connections.values():
-                self._selector.register(connection, selectors.EVENT_READ)
+        self._selector = selectors.DefaultSelector()
+        for connection in connections.values():
+            self._selector.register(connection, selectors.EVENT_READ)
         self.peers = {
             peer: PeerStream(member, peer, connection, self._unwatch)
             for peer, connection in connections.items()
@@ -375,19 +376,20 @@ class StreamExchange:
         return {edge: (entries, size) for edge, (entries, size) in totals.items()}
 
     def _unwatch(self, connection: socket.socket) -> None:
-        if self._selector is not None and connection in self._selector.get_map():
+        if connection in self._selector.get_map():
             self._selector.unregister(connection)
 
+    def watch(self, wakeup: Wakeup) -> None:
+        """Has `wait_for_input` return when `wakeup` is notified too."""
+        self._selector.register(wakeup, selectors.EVENT_READ)
+
     def wait_for_input(self, seconds: float) -> None:
-        """Waits up to `seconds`, returning as soon as another member sends something."""
-        if self._selector is None or not self._selector.get_map():
-            time.sleep(seconds)
-        else:
-            self._selector.select(seconds)
+        """Waits up to `seconds`, returning as soon as another member sends something or a
+        watched wake-up is notified."""
+        self._selector.select(seconds)
 
     def close(self) -> None:
         """Closes every connection."""
-        if self._selector is not None:
-            self._selector.close()
+        self._selector.close()
         for peer in self.peers.values():
             peer.close_connection()

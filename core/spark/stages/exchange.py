@@ -16,6 +16,7 @@ from typing import Any
 from jetspark.core.runtime.exchange import Link
 from jetspark.core.runtime.queue import DONE_ITEM, Queue
 from jetspark.core.runtime.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, Tasklet
+from jetspark.core.runtime.wakeup import Wakeup
 from jetspark.core.serialization import decode_batch, encode_batch
 from jetspark.core.spark.stages.records import RESULT, result_record
 
@@ -111,6 +112,9 @@ class RecordReader:
         """Reads what is left, so Spark can reuse the Python worker."""
         for _ in self._records:
             pass
+
+    def wake_on_input(self, wakeup: Wakeup) -> None:
+        """Its input is the stage's record iterator, read on the driving thread."""
 
     def call(self) -> int:
         """Moves up to a few dozen records into queues; DONE when the input is exhausted."""
