@@ -146,3 +146,25 @@ def test_a_socket_source_is_refused_as_micro_batches(spark_engine: Any, members:
     config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, execution_mode=mode)
     with pytest.raises(DagValidationError, match=r"vertex 'socket' \(stream_socket_p\)"):
         engine.new_job(lines_dag(1, 1), config)
+
+
+def test_the_socket_source_emits_what_arrived_in_the_call_that_received_it() -> None:
+    """A call that receives lines emits them too: none waits for a later call (which, on a
+    non-cooperative processor's thread, comes after an idle wait)."""
+    from jetspark.core import Context
+    from jetspark.core.outbox import OutboxImpl
+    from jetspark.processors.stream_sources import StreamSocketP
+
+    server = LineServer(1, ["first", "second", ""])
+    processor = StreamSocketP("127.0.0.1", server.port, "utf-8")
+    outbox = OutboxImpl([16])
+    processor.init(outbox, Context(vertex_name="lines", total_parallelism=1, local_parallelism=1))
+    try:
+        server.join()  # every line was sent and the connection closed
+        assert processor.complete() is False
+        assert list(outbox.buckets[0]) == ["first", "second"]
+        outbox.buckets[0].clear()
+        assert processor.complete() is True, "the end of the stream, and no empty last line"
+        assert not outbox.buckets[0]
+    finally:
+        processor.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import pickle
 from collections.abc import Iterator
@@ -17,12 +18,12 @@ from jetspark.core.spark.stages.records import METRICS, result_record
 from jetspark.core.spark.stages.task_stores import RESULT_BATCH, TaskStores
 
 
-class TaskSnapshot(SnapshotCoordinator):
+class TaskSnapshot(SnapshotCoordinator, abc.ABC):
     """The snapshot coordinator of a stage task that takes part in a snapshot (a micro-batch)."""
 
+    @abc.abstractmethod
     def result_records(self, stage: int, tasklets: list[Any]) -> Iterator[Any]:
         """Records the driver needs once the task's runtime ended (its snapshot part)."""
-        raise NotImplementedError
 
 
 class StageSnapshots(Protocol):
