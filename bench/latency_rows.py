@@ -31,7 +31,9 @@ Three systems, all exactly-once with 1 s snapshots where they have them, on the 
 
 Before any figure, the output is checked: every event arrived exactly once, unaltered; every
 window exactly once (Structured Streaming: its last update) with the plain count's number. A
-run whose output is wrong gives no figure; its row says which system and why. The event
+run whose output is wrong, or that fell behind for good (Structured Streaming at 100,000
+events/s may not deliver everything within DRAIN_SECONDS), gives no figure; its row says which
+system and why. The event
 server's own lateness (sent less due: the machine's load delays it too; for MICRO_BATCH, the
 wait for the next batch to ask) and the load average are reported beside.
 """
@@ -298,13 +300,17 @@ def _measure(
     return spans, sender.stop()
 
 
+class FellBehind(RuntimeError):
+    """A system did not get as far as the run needs within its time (a row leaves it out)."""
+
+
 def _wait(condition: Callable[[], bool], alive: Callable[[], None], timeout: float = 600) -> None:
     """Waits until `condition()`, calling `alive()` (which raises when the system failed)."""
     deadline = time.monotonic() + timeout
     while not condition():
         alive()
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the latency run made no progress in {timeout:.0f} s")
+            raise FellBehind(f"the latency run made no progress in {timeout:.0f} s")
         time.sleep(0.02)
 
 
@@ -411,7 +417,13 @@ def sss_latencies(
         try:
             wait_for_query(query, lambda: sender.clients() > 0)
             spans, sent = _measure(sender, receiver, rates, seconds, shape.tail_seconds, alive)
-            _wait(lambda: _delivered(query, receiver), alive, DRAIN_SECONDS)
+            try:
+                _wait(lambda: _delivered(query, receiver), alive, DRAIN_SECONDS)
+            except FellBehind:
+                raise FellBehind(
+                    f"Structured Streaming had not delivered every event {DRAIN_SECONDS:.0f} s "
+                    "after the stream ended"
+                ) from None
         finally:
             query.stop()
         arrivals = receiver.stop()
@@ -437,8 +449,8 @@ def _delivered(query: Any, receiver: ArrivalServer) -> bool:
 def latency(spark: Any, seconds: float, rounds: int, rates: tuple[int, ...] = RATES) -> list[Row]:
     """The latency rows: for each shape and rate, CONTINUOUS's p99 against MICRO_BATCH's and
     Structured Streaming's, `rounds` runs of each, `seconds` measured per rate and run. A run
-    whose output is wrong gives no figure: its round is left out of the row, which names the
-    system and what was wrong (`wrong_output` in the JSON)."""
+    whose output is wrong or that fell behind gives no figure: its round is left out of the row,
+    which names the system and why (`left_out` in the JSON)."""
     from jetspark.core import ExecutionMode
 
     rates = rates or RATES
@@ -486,12 +498,14 @@ def _visibility_row(spark: Any, seconds: float, rounds: int, rate: int) -> Row:
 
 
 def _checked(run: Callable[..., list[Latency]], *arguments: Any) -> list[Latency] | str:
-    """The latencies of `run(*arguments)`, or what was wrong with its output."""
+    """The latencies of `run(*arguments)`, or why its round gives no figure: its output was
+    wrong, or it fell behind for good (the rest of the run goes on)."""
     try:
         return run(*arguments)
-    except AssertionError as wrong:
-        print(f"[bench] wrong output, no figure: {wrong}", file=sys.stderr, flush=True)
-        return str(wrong)
+    except (AssertionError, FellBehind) as failed:
+        why = "wrong output" if isinstance(failed, AssertionError) else "fell behind"
+        print(f"[bench] {why}, no figure: {failed}", file=sys.stderr, flush=True)
+        return f"{why}: {failed}"
 
 
 def _row(
@@ -503,16 +517,15 @@ def _row(
     baseline: str,
     goal: float | None,
 ) -> Row:
-    """The row of one rate: the rounds in which both systems' output was right."""
+    """The row of one rate: the rounds in which both systems gave a figure."""
     both = [
         (a[index], b[index]) for a, b in pairs if not isinstance(a, str) and not isinstance(b, str)
     ]
-    wrong = {
-        system: run
-        for pair in pairs
-        for system, run in zip(("CONTINUOUS", baseline), pair, strict=True)
-        if isinstance(run, str)
-    }
+    left_out: dict[str, list[str]] = {}
+    for pair in pairs:
+        for system, run in zip(("CONTINUOUS", baseline), pair, strict=True):
+            if isinstance(run, str):
+                left_out.setdefault(system, []).append(run)
     name = "Structured Streaming (socket source, foreach sink)" if baseline == "SSS" else baseline
     title = (
         f"p99 latency end to end, {what}, {rate:,} events/s, "
@@ -520,9 +533,11 @@ def _row(
     )
     loads = [run.load for pair in both for run in pair]
     note = f"load {min(loads):.1f}-{max(loads):.1f}" if loads else "no figure"
-    if wrong:
-        left_out = len(pairs) - len(both)
-        note += f"; {left_out} of {len(pairs)} rounds left out, wrong output: {', '.join(wrong)}"
+    if left_out:
+        reasons = ", ".join(
+            f"{system} ({why.split(':')[0]})" for system, whys in left_out.items() for why in whys
+        )
+        note += f"; {len(pairs) - len(both)} of {len(pairs)} rounds left out: {reasons}"
     nothing = Samples((float("nan"),))
     return Row.compare(
         number,
@@ -542,6 +557,6 @@ def _row(
                 [b.sender_p99 for _, b in both],
             ],
             "load_average": loads,
-            **({"wrong_output": wrong} if wrong else {}),
+            **({"left_out": left_out} if left_out else {}),
         },
     )
