@@ -301,7 +301,8 @@ def _measure(
 
 
 class FellBehind(RuntimeError):
-    """A system did not get as far as the run needs within its time (a row leaves it out)."""
+    """Structured Streaming did not deliver what it was sent within DRAIN_SECONDS of the
+    stream's end (a row leaves its round out)."""
 
 
 def _wait(condition: Callable[[], bool], alive: Callable[[], None], timeout: float = 600) -> None:
@@ -310,7 +311,7 @@ def _wait(condition: Callable[[], bool], alive: Callable[[], None], timeout: flo
     while not condition():
         alive()
         if time.monotonic() > deadline:
-            raise FellBehind(f"the latency run made no progress in {timeout:.0f} s")
+            raise TimeoutError(f"the latency run made no progress in {timeout:.0f} s")
         time.sleep(0.02)
 
 
@@ -419,7 +420,7 @@ def sss_latencies(
             spans, sent = _measure(sender, receiver, rates, seconds, shape.tail_seconds, alive)
             try:
                 _wait(lambda: _delivered(query, receiver), alive, DRAIN_SECONDS)
-            except FellBehind:
+            except TimeoutError:
                 raise FellBehind(
                     f"Structured Streaming had not delivered every event {DRAIN_SECONDS:.0f} s "
                     "after the stream ended"
