@@ -4,8 +4,9 @@
 Reading never changes the store (open it with `DirectorySnapshotStore.open_existing`) and
 never builds the objects of the saved state: entries are counted by an unpickler that turns
 every class and function into a placeholder, so neither Spark, nor the job's own modules, nor
-code that the state names are needed. A snapshot directory without an authentic manifest naming
-parts that are all present is one a process died writing: it is listed as not committed.
+code that the state names are needed. Each snapshot's state is the one `latest()` goes by
+(`DirectorySnapshotStore.verified`, which authenticates every part): committed, never committed
+(a process died writing it: no manifest), or damaged, saying why.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ class SnapshotSummary:
     size_bytes: int
     """The bytes of its files on disk."""
     committed: bool
+    """Whether it was committed (it has a manifest, or the store records it committed)."""
     problem: str | None
-    """Why it is not committed (None when it is)."""
+    """Why it is not committed, or is damaged (None when it is committed and intact)."""
     member_count: int | None
     vertices: tuple[str, ...]
     """Its vertices, by name (empty when it is not committed)."""
@@ -56,12 +58,13 @@ def show_store(directory: str | os.PathLike[str]) -> str:
     """The table of the snapshots in the store at `directory` (`jetspark snapshots DIR`)."""
     store = DirectorySnapshotStore.open_existing(directory)
     summaries = list_snapshots(store)
-    committed = sum(summary.committed for summary in summaries)
+    committed = sum(summary.problem is None for summary in summaries)
+    damaged = sum(summary.committed and summary.problem is not None for summary in summaries)
     rows = [
         [
             str(summary.snapshot_id),
             _utc(summary.time),
-            "yes" if summary.committed else f"no: {summary.problem}",
+            _state(summary),
             _bytes(summary.size_bytes),
             ", ".join(summary.vertices) or "-",
         ]
@@ -69,8 +72,26 @@ def show_store(directory: str | os.PathLike[str]) -> str:
     ]
     count = f"{len(summaries)} snapshot{'s' * (len(summaries) != 1)}"
     title = f"{store.directory}: {count}, {committed} committed"
-    header = ["ID", "TIME (UTC)", "COMMITTED", "SIZE", "VERTICES"]
-    return "\n".join([title, *_table(header, rows, numeric={0, 3})])
+    if damaged:
+        title += f", {damaged} damaged"
+    lines = [title, *_table(["ID", "TIME (UTC)", "COMMITTED", "SIZE", "VERTICES"], rows, {0, 3})]
+    if (lost := lost_snapshot(store)) is not None:
+        lines.append(f"snapshot {lost}, the last committed, is lost: its directory is missing")
+    return "\n".join(lines)
+
+
+def _state(summary: SnapshotSummary) -> str:
+    """The COMMITTED cell of a snapshot."""
+    if summary.problem is None:
+        return "yes"
+    return f"{'damaged' if summary.committed else 'no'}: {summary.problem}"
+
+
+def lost_snapshot(store: DirectorySnapshotStore) -> int | None:
+    """The id of the last snapshot the store committed when its directory is gone (None when
+    it is there, or the store never committed one)."""
+    recorded = store.recorded_commit()
+    return recorded if recorded is not None and recorded not in store.snapshot_ids() else None
 
 
 def show_snapshot(directory: str | os.PathLike[str], snapshot_id: int) -> str:
@@ -121,7 +142,8 @@ def describe_snapshot(
         raise SnapshotError(f"{store.directory!r} has no snapshot {snapshot_id} (it holds: {held})")
     summary, snapshot = _summary(store, snapshot_id)
     if snapshot is None:
-        raise SnapshotError(f"snapshot {snapshot_id} is not committed: {summary.problem}")
+        state = "damaged" if summary.committed else "not committed"
+        raise SnapshotError(f"snapshot {snapshot_id} is {state}: {summary.problem}")
     vertices = []
     for name, lp in sorted(snapshot.local_parallelism.items()):
         saved = snapshot.of_vertex(name).values()
@@ -155,12 +177,16 @@ def _summary(
     size = sum(info.st_size for info in files)
     time = datetime.fromtimestamp(newest, timezone.utc)
     try:
-        snapshot = store.committed(snapshot_id)
-    except FileNotFoundError:
-        return SnapshotSummary(snapshot_id, time, size, False, "no manifest", None, ()), None
+        snapshot = store.verified(snapshot_id)
     except (OSError, ValueError, SnapshotError) as error:
-        problem = f"{type(error).__name__}: {error}"
-        return SnapshotSummary(snapshot_id, time, size, False, problem, None, ()), None
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(directory) from error  # removed meanwhile: list_snapshots
+        problem = (
+            str(error) if isinstance(error, SnapshotError) else f"{type(error).__name__}: {error}"
+        )
+        return SnapshotSummary(snapshot_id, time, size, True, problem, None, ()), None
+    if snapshot is None:
+        return SnapshotSummary(snapshot_id, time, size, False, "no manifest", None, ()), None
     vertices = tuple(sorted(snapshot.local_parallelism))
     summary = SnapshotSummary(snapshot_id, time, size, True, None, snapshot.member_count, vertices)
     return summary, snapshot

@@ -179,11 +179,14 @@ _PART_FORMAT = "jetspark-snapshot-part-2"
 _INPUT_FORMAT = "jetspark-batch-input-1"
 _PUBLICATIONS_FORMAT = "jetspark-publications-1"
 _PUBLICATIONS = "PUBLICATIONS"
+_COMMITTED_FORMAT = "jetspark-committed-1"
+_COMMITTED = "COMMITTED"
 _MANIFEST = "MANIFEST"
 _KEY = "KEY"
 _KEY_BYTES = 32
 _TAG_BYTES = hashlib.sha256().digest_size
 _SNAPSHOT_DIR = re.compile(r"snapshot-(\d{10,})")
+_VERSIONED_FORMAT = re.compile(r"(jetspark-[a-z-]+)-(\d{1,9})")
 _PART_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _PRIVATE_FILE = 0o600
 _PRIVATE_DIRECTORY = 0o700
@@ -197,7 +200,10 @@ class DirectorySnapshotStore:
     Layout (docs/fault_tolerance.md): `KEY`, the store's secret (0600, made on first use);
     one directory `snapshot-<id, at least 10 digits>/` per snapshot, holding its parts
     (`write_part`: the states of some processors, one part per member when `save` writes)
-    and the `MANIFEST` (`commit`), each file an HMAC-SHA256 tag under the key, then msgpack.
+    and the `MANIFEST` (`commit`); `COMMITTED`, the id of the last snapshot committed; each
+    file an HMAC-SHA256 tag under the key, then msgpack. So a store that never committed a
+    snapshot (empty) is told apart from one that lost the manifest, the directory of its last
+    snapshot or its key: `latest()` and the constructor raise naming what is missing.
     Nothing is decoded before its tag checks out, and the entries of a processor
     (`encode_batch` bytes, which may be pickle) only after that, so files planted in the
     directory can never run code; the directory must not be writable by other users.
@@ -218,7 +224,20 @@ class DirectorySnapshotStore:
         self.directory = os.fspath(directory)
         os.makedirs(self.directory, mode=_PRIVATE_DIRECTORY, exist_ok=True)
         _refuse_if_others_can_write(self.directory)
-        self._key = _load_or_create_key(os.path.join(self.directory, _KEY))
+        key = os.path.join(self.directory, _KEY)
+        if not os.path.lexists(key):
+            self._refuse_if_key_lost()
+        self._key = _load_or_create_key(key)
+
+    def _refuse_if_key_lost(self) -> None:
+        """SnapshotError when the directory, which has no key, holds anything of a snapshot:
+        its key was lost, and a new key would make every snapshot unreadable."""
+        if self._ids() or os.path.lexists(os.path.join(self.directory, _COMMITTED)):
+            raise SnapshotError(
+                f"{self} lost its {_KEY} file: it holds snapshots, which cannot be "
+                f"authenticated without the key they were written with. Put {_KEY} back (from "
+                "a backup), or remove the directory to start the job afresh"
+            )
 
     @classmethod
     def open_existing(cls, directory: str | os.PathLike[str]) -> DirectorySnapshotStore:
@@ -228,11 +247,12 @@ class DirectorySnapshotStore:
         if not os.path.isdir(path):
             raise SnapshotError(f"no snapshot store at {path!r}: no such directory")
         _refuse_if_others_can_write(path)
-        key = os.path.join(path, _KEY)
-        if not os.path.lexists(key):
-            raise SnapshotError(f"{path!r} is not a snapshot store: it has no {_KEY} file")
         store = cls.__new__(cls)
         store.directory = path
+        key = os.path.join(path, _KEY)
+        if not os.path.lexists(key):
+            store._refuse_if_key_lost()
+            raise SnapshotError(f"{path!r} is not a snapshot store: it has no {_KEY} file")
         store._key = _read_key(key)
         return store
 
@@ -265,44 +285,122 @@ class DirectorySnapshotStore:
         return lock_directory(self, self.directory, job_name)
 
     def latest(self, *, skip_damaged: bool = False) -> Snapshot | None:
-        """The newest committed snapshot (one with a manifest), once its manifest and parts
-        are found intact and authentic; None when there is none.
+        """The newest committed snapshot, once its manifest and parts are found intact and
+        authentic; None when the store never committed one.
 
-        SnapshotError, saying which snapshot and why, when that snapshot is damaged: restoring
-        an older one instead would redo or lose what the newest recorded. With `skip_damaged`
-        the newest intact snapshot is returned, and every damaged one skipped is logged as an
-        error. A directory without a manifest is a snapshot never committed (its writer stopped
-        first): it is skipped, noted once in the debug log. A save running meanwhile may commit
-        a newer snapshot and delete the one being read; the directory is then listed again.
+        SnapshotError, saying which snapshot and why, when that snapshot is damaged or lost
+        (its manifest or directory gone, though `COMMITTED` records it): restoring an older one
+        instead would redo or lose what the newest recorded. With `skip_damaged` the newest
+        intact snapshot is returned (None when none is left), and every damaged one skipped is
+        logged as an error. A manifest of a newer format is no damage: SnapshotError naming
+        the format, whatever `skip_damaged` says. A directory without a manifest that the store
+        never recorded as committed is a snapshot whose writer stopped first: it is skipped,
+        noted once in the debug log. A save running meanwhile may commit a newer snapshot and
+        delete the one being read; the directory is then listed again.
         """
+        while True:
+            recorded = self.recorded_commit()
+            try:
+                return self._latest_since(recorded, skip_damaged)
+            except SnapshotError:
+                if self.recorded_commit() == recorded:
+                    raise
+                # a snapshot was committed meanwhile, removing older ones: look again
+
+    def _latest_since(self, recorded: int | None, skip_damaged: bool) -> Snapshot | None:
+        """`latest()` for a store whose `COMMITTED` names `recorded`."""
         tried: set[int] = set()
+        lost = recorded is not None and recorded not in self._ids()
         while candidates := sorted(set(self._ids()) - tried, reverse=True):
             snapshot_id = candidates[0]
             tried.add(snapshot_id)
-            if not os.path.exists(os.path.join(self._path(snapshot_id), _MANIFEST)):
-                self._note_uncommitted(snapshot_id)
-                continue
+            if lost and recorded is not None and snapshot_id < recorded:
+                self._damaged(recorded, self._lost_directory(recorded), skip_damaged)
+                lost = False
             try:
-                return self._load(snapshot_id, check_parts=True)
+                snapshot = self.verified(snapshot_id, recorded)
+            except NewerFormatError:
+                raise
             except (OSError, ValueError, SnapshotError) as problem:
                 superseded = not os.path.isdir(self._path(snapshot_id)) or any(
                     other > snapshot_id for other in set(self._ids()) - tried
                 )
-                if superseded:
-                    continue  # a newer snapshot was committed meanwhile: look at it
-                if not skip_damaged:
-                    raise SnapshotError(
-                        f"{self}: snapshot {snapshot_id}, the newest, is damaged ({problem}); "
-                        "restoring an older one would redo or lose what it recorded: call "
-                        "latest(skip_damaged=True) to take the newest intact snapshot instead"
-                    ) from problem
-                _log.error(
-                    "%s: snapshot %d is damaged (%s): skipped for an older one",
-                    self,
-                    snapshot_id,
-                    problem,
-                )
+                if not superseded:  # else a newer snapshot was committed meanwhile: look at it
+                    self._damaged(snapshot_id, problem, skip_damaged)
+                continue
+            if snapshot is not None:
+                return snapshot
+            self._note_uncommitted(snapshot_id)
+        if lost and recorded is not None:
+            self._damaged(recorded, self._lost_directory(recorded), skip_damaged)
         return None
+
+    def _lost_directory(self, snapshot_id: int) -> SnapshotError:
+        return SnapshotError(
+            f"its directory {_dir_name(snapshot_id)} is missing, though {_COMMITTED} records it"
+        )
+
+    def _damaged(self, snapshot_id: int, problem: Exception, skip_damaged: bool) -> None:
+        """Raises the error for the newest snapshot `snapshot_id` being damaged or lost, or
+        with `skip_damaged` logs it."""
+        if skip_damaged:
+            _log.error(
+                "%s: snapshot %d is damaged (%s): skipped for an older one",
+                self,
+                snapshot_id,
+                problem,
+            )
+            return
+        older = [other for other in self._ids() if other < snapshot_id]
+        if any(self._intact(other) for other in older):
+            hint = "call latest(skip_damaged=True) to take the newest intact snapshot instead"
+        else:
+            hint = (
+                "no older intact snapshot is left: put the lost or damaged file back (from a "
+                "backup), or remove the store's directory to start the job afresh"
+            )
+        raise SnapshotError(
+            f"{self}: snapshot {snapshot_id}, the newest, is damaged ({problem}); restoring an "
+            f"older one would redo or lose what it recorded: {hint}"
+        ) from problem
+
+    def _intact(self, snapshot_id: int) -> bool:
+        try:
+            return self.verified(snapshot_id) is not None
+        except (OSError, ValueError, SnapshotError):
+            return False
+
+    def verified(self, snapshot_id: int, recorded: int | None = None) -> Snapshot | None:
+        """Snapshot `snapshot_id` once its manifest and every part are found intact and
+        authentic; None when it was never committed (no manifest, and `COMMITTED` names no
+        later one: `recorded`, read when not given). SnapshotError saying why otherwise
+        (NewerFormatError for a manifest of a newer format); FileNotFoundError when it is
+        removed while being read. What `latest()` and `jetspark snapshots` go by."""
+        if not os.path.lexists(os.path.join(self._path(snapshot_id), _MANIFEST)):
+            if recorded is None:
+                recorded = self.recorded_commit()
+            if recorded is None or snapshot_id > recorded:
+                return None
+            if not os.path.isdir(self._path(snapshot_id)):
+                raise FileNotFoundError(self._path(snapshot_id))
+            raise SnapshotError(
+                f"its {_MANIFEST} is missing, though {_COMMITTED} records snapshot {recorded} "
+                "committed"
+            )
+        return self._load(snapshot_id, check_parts=True)
+
+    def recorded_commit(self) -> int | None:
+        """The id of the last snapshot committed, as `COMMITTED` records it (None: the store
+        never committed one); SnapshotError when that record is damaged."""
+        path = os.path.join(self.directory, _COMMITTED)
+        try:
+            record = _unpack(self._authentic(path))
+        except FileNotFoundError:
+            return None
+        _check_format(record, _COMMITTED_FORMAT, path)
+        if len(record) != 2 or not isinstance(record[1], int):
+            raise SnapshotError(f"{path} is not a record of the last committed snapshot")
+        return record[1]
 
     def _note_uncommitted(self, snapshot_id: int) -> None:
         path = self._path(snapshot_id)
@@ -311,8 +409,9 @@ class DirectorySnapshotStore:
             _log.debug("%s: snapshot %d was never committed (no manifest)", self, snapshot_id)
 
     def next_id(self) -> int:
-        """One more than the highest snapshot directory present, complete or not."""
-        return max(self._ids(), default=0) + 1
+        """One more than the highest snapshot directory present, complete or not, and than
+        the last snapshot committed."""
+        return max([*self._ids(), self.recorded_commit() or 0]) + 1
 
     def save(self, snapshot: Snapshot) -> None:
         """Writes `snapshot` (one part per member, then the manifest); removes older ones."""
@@ -451,6 +550,10 @@ class DirectorySnapshotStore:
         )
         write_atomically(os.path.join(target, _MANIFEST), self._tag(body) + body, _PRIVATE_FILE)
         fsync_directory(target)
+        record = _pack([_COMMITTED_FORMAT, snapshot_id])
+        write_atomically(
+            os.path.join(self.directory, _COMMITTED), self._tag(record) + record, _PRIVATE_FILE
+        )
         for old in self._ids():
             if old < snapshot_id:
                 shutil.rmtree(self._path(old), ignore_errors=True)
@@ -506,17 +609,19 @@ class DirectorySnapshotStore:
         decoded on first use, so a driver never holds what only tasks need; `check_parts`
         authenticates every part now (streaming through the files), so a damaged snapshot is
         skipped for the previous one."""
-        manifest = _unpack(self._authentic(os.path.join(self._path(snapshot_id), _MANIFEST)))
-        if len(manifest) != 5 or manifest[0] != _FORMAT or manifest[1] != snapshot_id:
+        path = os.path.join(self._path(snapshot_id), _MANIFEST)
+        manifest = _unpack(self._authentic(path))
+        _check_format(manifest, _FORMAT, path)
+        if len(manifest) != 5 or manifest[1] != snapshot_id:
             raise SnapshotError(f"not a manifest of snapshot {snapshot_id} ({_FORMAT})")
         _, _, member_count, parallelism, listed = manifest
         parts = {name: (tag, tuple(map(tuple, held))) for name, tag, held in listed}
         for name, (tag, _) in parts.items():
             path = os.path.join(self._path(snapshot_id), f"part-{name}.bin")
+            if not os.path.exists(path):
+                raise SnapshotError(f"part {name!r} of snapshot {snapshot_id} is missing")
             if check_parts:
                 self._check_file(path, tag)
-            elif not os.path.exists(path):
-                raise SnapshotError(f"part {name!r} of snapshot {snapshot_id} is missing")
 
         def load() -> dict[ProcessorKey, ProcessorSnapshot]:
             processors: dict[ProcessorKey, ProcessorSnapshot] = {}
@@ -575,6 +680,28 @@ class _ProcessorsOnDisk(Mapping[ProcessorKey, ProcessorSnapshot]):
 
     def __len__(self) -> int:
         return len(self._all())
+
+
+class NewerFormatError(SnapshotError):
+    """A store file written by a newer version of jetspark, in a format this one cannot read."""
+
+
+def _check_format(record: Any, expected: str, path: str) -> None:
+    """NewerFormatError when the authentic `record` read from `path` is of a newer version of
+    the format `expected`; SnapshotError when it is of no version of it."""
+    found = record[0] if isinstance(record, tuple) and record else None
+    if found == expected:
+        return
+    wanted = _VERSIONED_FORMAT.fullmatch(expected)
+    assert wanted is not None
+    seen = _VERSIONED_FORMAT.fullmatch(found) if isinstance(found, str) else None
+    if seen and seen.group(1) == wanted.group(1) and int(seen.group(2)) > int(wanted.group(2)):
+        raise NewerFormatError(
+            f"{os.path.basename(path)} is of the format {found}, written by a newer version of "
+            f"jetspark (this one reads {expected}): read it with that version or a later one; "
+            "the file is not damaged"
+        )
+    raise SnapshotError(f"{os.path.basename(path)} is not of the format {expected}")
 
 
 def _dir_name(snapshot_id: int) -> str:

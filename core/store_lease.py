@@ -146,7 +146,13 @@ def _lock_file(store: object, path: str) -> int:
     """A descriptor of the file at `path`, exclusively locked, that is still the file at
     `path` (a holder releasing unlinks the file before unlocking it)."""
     while True:
-        descriptor = os.open(path, _OPEN_FLAGS, 0o600)
+        try:
+            descriptor = os.open(path, _OPEN_FLAGS, 0o600)
+        except OSError as error:  # read-only: permissions, or the file system
+            raise SnapshotError(
+                f"{store} cannot be written ({error.strerror}: {LOCK_FILE}): a job writes its "
+                "snapshots there; give it a directory this user may write"
+            ) from error
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

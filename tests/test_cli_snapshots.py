@@ -69,7 +69,7 @@ def test_the_list_shows_each_snapshot_with_its_time_size_and_vertices(
     assert len(lines) == 3
 
 
-def test_a_snapshot_without_a_valid_manifest_is_listed_as_not_committed(
+def test_a_snapshot_without_a_valid_manifest_is_listed_as_not_committed_or_damaged(
     written: tuple[Path, Snapshot], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     _, snapshot = written
@@ -83,12 +83,12 @@ def test_a_snapshot_without_a_valid_manifest_is_listed_as_not_committed(
     (tmp_path / "store" / f"snapshot-{planted:010d}" / "MANIFEST").write_bytes(b"\0" * 40)
     code, lines, err = run(capsys, str(tmp_path / "store"))
     assert code == 0, err
-    assert lines[0].endswith(": 3 snapshots, 1 committed")
+    assert lines[0].endswith(": 3 snapshots, 1 committed, 1 damaged")
     rows = {int(line.split()[0]): line for line in lines[2:]}
     assert set(rows) == {snapshot.snapshot_id, dying, planted}
     assert " yes " in rows[snapshot.snapshot_id]
     assert " no: no manifest " in rows[dying] and rows[dying].endswith(" -")
-    assert " no: SnapshotError: MANIFEST fails authentication" in rows[planted]
+    assert " damaged: MANIFEST fails authentication" in rows[planted]
 
 
 def test_show_gives_each_vertex_its_processors_entries_and_bytes(

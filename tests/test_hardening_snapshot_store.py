@@ -144,7 +144,7 @@ def test_snapshot_ids_beyond_ten_digits_are_found(tmp_path: Path) -> None:
     plant(tmp_path, "snapshot-9999999999", {"MANIFEST": b"junk"})
     assert store.next_id() == 10_000_000_000
     store.save(snapshot(10_000_000_000))
-    assert sorted(os.listdir(tmp_path)) == ["KEY", "snapshot-10000000000"]
+    assert sorted(os.listdir(tmp_path)) == ["COMMITTED", "KEY", "snapshot-10000000000"]
     assert store.latest() == snapshot(10_000_000_000)
     assert store.next_id() == 10_000_000_001
 
@@ -177,4 +177,4 @@ def test_the_key_is_made_where_hard_links_are_not_supported(
     store.save(snapshot(1))
     assert stat.S_IMODE((tmp_path / "KEY").stat().st_mode) == 0o600
     assert DirectorySnapshotStore(tmp_path).latest() == snapshot(1)
-    assert sorted(os.listdir(tmp_path)) == ["KEY", "snapshot-0000000001"]
+    assert sorted(os.listdir(tmp_path)) == ["COMMITTED", "KEY", "snapshot-0000000001"]

@@ -64,7 +64,7 @@ def test_directory_store_keeps_only_the_latest_complete_snapshot(tmp_path):
     store = DirectorySnapshotStore(tmp_path)
     store.save(snapshot(1))
     store.save(snapshot(2))
-    assert sorted(os.listdir(tmp_path)) == ["KEY", "snapshot-0000000002"]
+    assert sorted(os.listdir(tmp_path)) == ["COMMITTED", "KEY", "snapshot-0000000002"]
     with pytest.raises(SnapshotError, match="newer"):
         store.save(snapshot(2))
 
@@ -76,7 +76,12 @@ def half_write(store: DirectorySnapshotStore, snapshot_id: int, parts: int, mani
     existing = [n for n in os.listdir(store.directory) if n.startswith("snapshot-")]
     for name in existing:
         shutil.copytree(os.path.join(store.directory, name), os.path.join(kept, name))
+    record = os.path.join(store.directory, "COMMITTED")
+    with open(record, "rb") as file:
+        recorded = file.read()
     store.save(snapshot(snapshot_id, value="newer"))
+    with open(record, "wb") as file:  # the process died before recording the commit
+        file.write(recorded)
     target = os.path.join(store.directory, f"snapshot-{snapshot_id:010d}")
     written = sorted(n for n in os.listdir(target) if n.startswith("part-"))
     for name in written[parts:] + ([] if manifest else ["MANIFEST"]):
