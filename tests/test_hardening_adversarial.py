@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import errno
 import hmac
+import logging
 import os
 import shutil
+import socket
+import struct
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +23,12 @@ from jetspark.core import (
     DirectorySnapshotStore,
     ExecutionMode,
     JobConfig,
+    LocalEngine,
     ProcessingGuarantee,
     SnapshotError,
 )
 from jetspark.core.cli import main
+from jetspark.core.view import JobView
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -189,3 +196,95 @@ def test_a_read_only_store_on_local_engine_is_a_snapshot_error(
     with pytest.raises(SnapshotError, match="cannot be written") as raised:
         engine.new_job(jobs.counting_dag(_identity), _guaranteed(), snapshot_store=store)
     assert store.directory in str(raised.value) and os.strerror(error) in str(raised.value)
+
+
+# --- the live view: odd ids, stalled and departed clients (case 9) -------------------------------
+
+
+def _raw_get(view: JobView, target: bytes) -> bytes:
+    """The whole answer to a GET of `target`, sent as raw bytes (no percent-encoding)."""
+    host, port = view.url.split("/")[2].split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as client:
+        client.sendall(b"GET " + target + b" HTTP/1.0\r\n\r\n")
+        answer = b""
+        while chunk := client.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    "job_id",
+    [b"\xb2", b"1" * 5000, b"0" * 40 + b"1"],
+    ids=["superscript two", "5000 digits", "41 digits"],
+)
+def test_the_view_answers_404_for_a_job_id_that_is_no_short_ascii_decimal(
+    job_id: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = LocalEngine(job_view=(view := JobView.serve()))
+    with view:
+        engine.get_list("words").extend(["a"])
+        engine.new_job(jobs.counting_dag(_identity)).join(60)
+        with caplog.at_level(logging.DEBUG, logger="jetspark.view"):
+            answer = _raw_get(view, b"/api/jobs/" + job_id)
+    assert answer.startswith(b"HTTP/1.0 404 "), answer[:200]
+    assert len(answer) < 1000, "the answer repeats no long path"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert all(len(r.getMessage()) < 1000 for r in caplog.records)
+
+
+def test_the_view_hangs_up_on_a_client_that_never_finishes_its_request() -> None:
+    with JobView.serve(request_timeout=0.05) as view:
+        host, port = view.url.split("/")[2].split(":")
+        stalled = [socket.create_connection((host, int(port)), timeout=60) for _ in range(3)]
+        for client in stalled:
+            client.sendall(b"GET /api/jobs HTTP/1.1\r\nHost: x\r\n")  # no blank line: unfinished
+        for client in stalled:
+            with client:
+                assert client.recv(1) == b"", "the view closed the connection"
+        assert _raw_get(view, b"/api/jobs").startswith(b"HTTP/1.0 200 ")
+    with pytest.raises(ValueError, match="request_timeout must be a positive number"):
+        JobView.serve(request_timeout=0)
+
+
+class _HeldClock:
+    """A view clock that, once armed, holds the reading until released."""
+
+    def __init__(self) -> None:
+        self.armed = threading.Event()
+        self.reading = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self) -> float:
+        if self.armed.is_set():
+            self.reading.set()
+            self.release.wait(60)
+        return 1_000.0
+
+
+def test_a_view_client_that_leaves_before_its_answer_leaves_no_traceback(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = _HeldClock()
+    view = JobView.serve(clock=clock)
+    engine = LocalEngine(job_view=view)
+    engine.get_list("words").extend(["a"] * 1000)
+    with view, caplog.at_level(logging.DEBUG, logger="jetspark.view"):
+        engine.new_job(jobs.counting_dag(_identity)).join(60)
+        clock.armed.set()
+        host, port = view.url.split("/")[2].split(":")
+        for _ in range(5):
+            clock.reading.clear()
+            client = socket.create_connection((host, int(port)), timeout=60)
+            client.sendall(b"GET /api/jobs/1 HTTP/1.0\r\n\r\n")
+            assert clock.reading.wait(60)
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()  # a reset: the answer's write fails
+            left = len([r for r in caplog.records if "left" in r.getMessage()])
+            clock.release.set()
+            while len([r for r in caplog.records if "left" in r.getMessage()]) == left:
+                assert "Traceback" not in capfd.readouterr().err
+                time.sleep(0.01)
+            clock.release.clear()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -2,7 +2,10 @@
 
 Routes: `/` the page (it polls the JSON below every second), `/api/jobs` the watched jobs,
 `/api/jobs/<id>` one job's model (model.py), `/api/jobs/<id>/dag.svg` its DAG's picture,
-`/metrics` every watched job's figures in Prometheus' text format.
+`/metrics` every watched job's figures in Prometheus' text format. An id that is not an
+ASCII decimal of at most ID_DIGITS digits is no page (404). A client that sends no whole request
+within the view's request timeout is disconnected; one that leaves before its answer is written
+is noted in the debug log only.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +38,16 @@ is still running)."""
 
 SHUTDOWN_POLL_SECONDS = 0.1
 """How often the server's loop looks whether `close()` was called."""
+
+REQUEST_TIMEOUT_SECONDS = 10.0
+"""How long the view waits for each read from or write to a client before hanging up."""
+
+ID_DIGITS = 9
+"""The most digits of a job's id in a path: a view numbers its jobs from 1."""
+
+_JOB_ID = re.compile(f"[0-9]{{1,{ID_DIGITS}}}")
+_SHOWN_PATH = 100
+"""The most characters of a requested path an answer or a log line repeats."""
 
 _Answer = tuple[int, str, bytes]
 """HTTP status, content type, body."""
@@ -66,18 +81,34 @@ class JobView:
 
     @classmethod
     def serve(
-        cls, host: str = "127.0.0.1", port: int = 0, *, clock: Clock = time.time, dot: str = "dot"
+        cls,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        clock: Clock = time.time,
+        dot: str = "dot",
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
     ) -> JobView:
         """Starts a view listening on `host`:`port` (0: any free port; see `url`). `clock` is
-        the wall clock of rates and watermark lag; `dot` the Graphviz program drawing DAGs."""
+        the wall clock of rates and watermark lag; `dot` the Graphviz program drawing DAGs;
+        `request_timeout` the seconds a client may take to send its request or to take the
+        answer before the view hangs up."""
         if type(port) is not int or not 0 <= port <= 65535:
             raise ValueError(f"the job view's port must be an int from 0 to 65535, got {port!r}")
+        if isinstance(request_timeout, bool) or not (
+            isinstance(request_timeout, int | float) and request_timeout > 0
+        ):
+            raise ValueError(
+                f"the job view's request_timeout must be a positive number of seconds, "
+                f"got {request_timeout!r}"
+            )
         try:
             server = _Server((host, port), _Handler)
         except OSError as error:
             raise OSError(
                 error.errno, f"the job view cannot listen on {host}:{port}: {error.strerror}"
             ) from error
+        server.request_timeout = float(request_timeout)
         view = cls(server, clock, dot)
         view._thread.start()
         _log.info("job view at %s", view.url)
@@ -142,7 +173,11 @@ class JobView:
             ]
             return _json(200, jobs)
         parts = path.split("/")
-        if len(parts) in (4, 5) and parts[:3] == ["", "api", "jobs"] and parts[3].isdigit():
+        if (
+            len(parts) in (4, 5)
+            and parts[:3] == ["", "api", "jobs"]
+            and _JOB_ID.fullmatch(parts[3])
+        ):
             sampler = self._samplers.get(int(parts[3]))
             if sampler is None:
                 return _json(404, {"error": f"this view watches no job {parts[3]}"})
@@ -150,7 +185,7 @@ class JobView:
                 return self._model(sampler)
             if parts[4] == "dag.svg":
                 return 200, "image/svg+xml", self._picture(sampler).encode()
-        return _json(404, {"error": f"no such page: {path}"})
+        return _json(404, {"error": f"no such page: {_shown(path)}"})
 
     def _watched(self) -> list[JobSampler]:
         with self._lock:
@@ -178,21 +213,40 @@ def _json(status: int, body: Any) -> _Answer:
     return status, "application/json", json.dumps(body).encode()
 
 
+def _shown(path: str) -> str:
+    """`path` as an answer or a log line repeats it: at most _SHOWN_PATH characters."""
+    return path if len(path) <= _SHOWN_PATH else f"{path[:_SHOWN_PATH]}... ({len(path)} chars)"
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     view: JobView
+    request_timeout: float
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that left or stalled is the debug log's business; anything else is logged
+        as an error (never printed to stderr, as socketserver does)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            _log.debug("job view: client %s left: %r", client_address, error)
+        else:
+            _log.exception("job view: the request of %s failed", client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+
+    def setup(self) -> None:
+        self.timeout = self.server.request_timeout  # the socket's, for every read and write
+        super().setup()
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         try:
             status, content_type, body = self.server.view._answer(path)
         except Exception as error:
-            _log.exception("the job view failed to answer %s", path)
-            status, content_type, body = _json(500, {"error": f"{path}: {error!r}"})
+            _log.exception("the job view failed to answer %s", _shown(path))
+            status, content_type, body = _json(500, {"error": f"{_shown(path)}: {error!r}"})
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -201,4 +255,4 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:
-        _log.debug("job view: " + format, *args)
+        _log.debug("job view: %s", _shown(format % args))
