@@ -18,10 +18,16 @@ _log = logging.getLogger("jetspark")
 
 
 def checked_submission(dag: object, config: object) -> tuple[DAG, JobConfig]:
-    """What an engine's `new_job(dag, config)` was given, checked up front: a DAG, validated
-    (DagValidationError naming the vertex or edge), and a JobConfig (None: the defaults)."""
+    """What an engine's `new_job(dag, config)` was given, checked up front: a DAG (a Pipeline
+    is planned into one), validated (DagValidationError naming the vertex or edge), and a
+    JobConfig (None: the defaults)."""
+    to_dag = getattr(dag, "to_dag", None)
+    if not isinstance(dag, DAG) and callable(to_dag):  # a Pipeline: planned here, once
+        dag = to_dag()
     if not isinstance(dag, DAG):
-        raise TypeError(f"new_job() takes a DAG, got {type(dag).__name__} {dag!r:.60}")
+        raise TypeError(
+            f"new_job() takes a DAG or a Pipeline, got {type(dag).__name__} {dag!r:.60}"
+        )
     if config is None:
         config = JobConfig()
     elif not isinstance(config, JobConfig):

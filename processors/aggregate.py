@@ -395,3 +395,181 @@ class _AllOfResult:
 
     def __call__(self, acc: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(fn(a) for fn, a in zip(self.fns, acc, strict=True))
+
+
+def to_map(
+    key_fn: Callable[[Any], Any], value_fn: Callable[[Any], Any] = whole_item
+) -> AggregateOperation:
+    """A dict of `key_fn(item) -> value_fn(item)` (a later item of a key replaces the value)."""
+    return (
+        AggregateOperation.with_create(dict)
+        .and_accumulate(_PutEntry(key_fn, value_fn))
+        .and_combine(_update)
+        .and_export(dict)
+        .and_finish(whole_item)
+    )
+
+
+def pick_any() -> AggregateOperation:
+    """One of the items (the first one seen by the accumulator); None without items."""
+    return (
+        AggregateOperation.with_create(_none)
+        .and_accumulate(_keep_first)
+        .and_combine(_keep_first)
+        .and_export_finish(whole_item)
+    )
+
+
+def reducing(
+    empty: Any,
+    value_fn: Callable[[Any], Any],
+    combine_fn: Callable[[Any, Any], Any],
+    deduct_fn: Callable[[Any, Any], Any] | None = None,
+) -> AggregateOperation:
+    """Folds `value_fn(item)` into `empty` with `combine_fn(a, b)` (associative; `deduct_fn`
+    its inverse, for sliding windows). `empty` must be immutable (a number, a tuple)."""
+    builder = (
+        AggregateOperation.with_create(_Constant(empty))
+        .and_accumulate(_Reduce(value_fn, combine_fn))
+        .and_combine(combine_fn)
+    )
+    if deduct_fn is not None:
+        builder = builder.and_deduct(deduct_fn)
+    return builder.and_export_finish(whole_item)
+
+
+def mapping(map_fn: Callable[[Any], Any], operation: AggregateOperation) -> AggregateOperation:
+    """`operation` over `map_fn(item)` instead of the item (None results are skipped)."""
+    return replace(operation, accumulate_fns=operation.accumulate_fns.map(_Mapped.of(map_fn)))
+
+
+def co_aggregate(
+    operations: Sequence[AggregateOperation],
+    finish_fn: Callable[[tuple[Any, ...]], Any] = whole_item,
+) -> AggregateOperation:
+    """An operation over several inputs: the items of inbound ordinal i go to `operations[i]`
+    (each an operation of one input); the result is `finish_fn((result0, result1, ...))`.
+
+    Jet's `aggregateOperation2/3`, and what the aggregate builders use. Combine and deduct are
+    available when every operation has them.
+    """
+    if not operations:
+        raise ValueError("co_aggregate() needs at least one AggregateOperation")
+    for op in operations:
+        if op.arity > 1:
+            raise ValueError("co_aggregate() takes AggregateOperations of one input each")
+    combines = [op.combine_fn for op in operations]
+    deducts = [op.deduct_fn for op in operations]
+    accumulates = [_AccumulateSlot(slot, op.accumulate_fn()) for slot, op in enumerate(operations)]
+    return AggregateOperation(
+        _AllOfCreate(tuple(operations)),
+        PerOrdinal(accumulates if len(accumulates) > 1 else accumulates[0], "accumulate fn"),
+        _Pairwise(tuple(combines)) if None not in combines else None,
+        _Pairwise(tuple(deducts)) if None not in deducts else None,
+        _Finishing(tuple(op.export_fn for op in operations), finish_fn),
+        _Finishing(tuple(op.finish_fn for op in operations), finish_fn),
+    )
+
+
+def aggregate_operation2(
+    op0: AggregateOperation,
+    op1: AggregateOperation,
+    finish_fn: Callable[[Any, Any], Any] | None = None,
+) -> AggregateOperation:
+    """Two operations over two inputs; the result is `finish_fn(result0, result1)`, or the
+    tuple `(result0, result1)` without one."""
+    return co_aggregate((op0, op1), whole_item if finish_fn is None else _Spread(finish_fn))
+
+
+def aggregate_operation3(
+    op0: AggregateOperation,
+    op1: AggregateOperation,
+    op2: AggregateOperation,
+    finish_fn: Callable[[Any, Any, Any], Any] | None = None,
+) -> AggregateOperation:
+    """Three operations over three inputs; the result is `finish_fn(result0, result1,
+    result2)`, or the tuple of the three without one."""
+    return co_aggregate((op0, op1, op2), whole_item if finish_fn is None else _Spread(finish_fn))
+
+
+@dataclass(frozen=True)
+class _PutEntry:
+    key_fn: Callable[[Any], Any]
+    value_fn: Callable[[Any], Any]
+
+    def __call__(self, acc: dict[Any, Any], item: Any) -> dict[Any, Any]:
+        acc[self.key_fn(item)] = self.value_fn(item)
+        return acc
+
+
+def _update(acc: dict[Any, Any], other: dict[Any, Any]) -> dict[Any, Any]:
+    acc.update(other)
+    return acc
+
+
+def _keep_first(acc: Any, item: Any) -> Any:
+    return item if acc is None else acc
+
+
+@dataclass(frozen=True)
+class _Constant:
+    value: Any
+
+    def __call__(self) -> Any:
+        return self.value
+
+
+@dataclass(frozen=True)
+class _Reduce:
+    value_fn: Callable[[Any], Any]
+    combine_fn: Callable[[Any, Any], Any]
+
+    def __call__(self, acc: Any, item: Any) -> Any:
+        return self.combine_fn(acc, self.value_fn(item))
+
+
+@dataclass(frozen=True)
+class _Mapped:
+    """An accumulate function fed `map_fn(item)`; None results leave the accumulator as is."""
+
+    map_fn: Callable[[Any], Any]
+    accumulate_fn: AccumulateFn
+
+    @staticmethod
+    def of(map_fn: Callable[[Any], Any]) -> Callable[[AccumulateFn], AccumulateFn]:
+        return lambda accumulate_fn: _Mapped(map_fn, accumulate_fn)
+
+    def __call__(self, acc: Any, item: Any) -> Any:
+        value = self.map_fn(item)
+        return acc if value is None else self.accumulate_fn(acc, value)
+
+
+@dataclass(frozen=True)
+class _AccumulateSlot:
+    """Accumulates into slot `slot` of a tuple accumulator."""
+
+    slot: int
+    accumulate_fn: AccumulateFn
+
+    def __call__(self, acc: tuple[Any, ...], item: Any) -> tuple[Any, ...]:
+        slot = self.slot
+        return (*acc[:slot], self.accumulate_fn(acc[slot], item), *acc[slot + 1 :])
+
+
+@dataclass(frozen=True)
+class _Finishing:
+    fns: tuple[ResultFn, ...]
+    finish_fn: Callable[..., Any]
+
+    def __call__(self, acc: tuple[Any, ...]) -> Any:
+        return self.finish_fn(tuple(fn(a) for fn, a in zip(self.fns, acc, strict=True)))
+
+
+@dataclass(frozen=True)
+class _Spread:
+    """`fn(*results)`: the results of a co-aggregation as separate arguments."""
+
+    fn: Callable[..., Any]
+
+    def __call__(self, results: tuple[Any, ...]) -> Any:
+        return self.fn(*results)

@@ -142,6 +142,19 @@ class ContextFactory:
     destroy_fn: Callable[[Any], None] | None = None
     cooperative: bool = True
 
+    @staticmethod
+    def with_create_fn(create_fn: Callable[[Context], Any]) -> ContextFactory:
+        """A factory making each processor's context object with `create_fn(context)`."""
+        if not callable(create_fn):
+            raise TypeError(f"create_fn must be callable, got {type(create_fn).__name__}")
+        return ContextFactory(create_fn)
+
+    def with_destroy_fn(self, destroy_fn: Callable[[Any], None]) -> ContextFactory:
+        """A copy that releases each context object with `destroy_fn(ctx)` at the end."""
+        if not callable(destroy_fn):
+            raise TypeError(f"destroy_fn must be callable, got {type(destroy_fn).__name__}")
+        return replace(self, destroy_fn=destroy_fn)
+
     def non_cooperative(self) -> ContextFactory:
         """A copy whose processors run on their own threads, free to block."""
         return replace(self, cooperative=False)

@@ -1,0 +1,60 @@
+"""jetspark.core.pipeline: Jet's Pipeline API (manual chapter 4) with Python names.
+
+Draw from `Sources`, transform with stages, drain to `Sinks`; the planner turns the pipeline
+into a Core API DAG (`pipeline.to_dag()`), and every engine runs it: `engine.new_job(pipeline)`.
+"""
+
+from __future__ import annotations
+
+from jetspark.core.pipeline.connectors import (
+    Sink,
+    SinkBuilder,
+    Sinks,
+    Source,
+    SourceBuilder,
+    Sources,
+)
+from jetspark.core.pipeline.items import ItemsByTag, Tag, TimestampedEntry, TimestampedItem
+from jetspark.core.pipeline.joins import JoinClause
+from jetspark.core.pipeline.pipeline import Pipeline
+from jetspark.core.pipeline.stages import (
+    AggregateBuilder,
+    BatchStage,
+    BatchStageWithKey,
+    HashJoinBuilder,
+    SinkStage,
+    StageWithKeyAndWindow,
+    StageWithWindow,
+    StreamStage,
+    StreamStageWithKey,
+)
+from jetspark.core.pipeline.windows import WindowDefinition
+from jetspark.processors.source_builder import SourceBuffer
+from jetspark.processors.transforms import ContextFactory
+
+__all__ = [
+    "AggregateBuilder",
+    "BatchStage",
+    "BatchStageWithKey",
+    "ContextFactory",
+    "HashJoinBuilder",
+    "ItemsByTag",
+    "JoinClause",
+    "Pipeline",
+    "Sink",
+    "SinkBuilder",
+    "SinkStage",
+    "Sinks",
+    "Source",
+    "SourceBuffer",
+    "SourceBuilder",
+    "Sources",
+    "StageWithKeyAndWindow",
+    "StageWithWindow",
+    "StreamStage",
+    "StreamStageWithKey",
+    "Tag",
+    "TimestampedEntry",
+    "TimestampedItem",
+    "WindowDefinition",
+]

@@ -1,0 +1,82 @@
+"""Pipeline: the entry point of the Pipeline API (manual chapter 4). Draw from sources, apply
+stages, drain to sinks; `to_dag()` plans the Core DAG that an engine runs."""
+
+from __future__ import annotations
+
+from jetspark.core.dag import DAG
+from jetspark.core.errors import DagValidationError
+from jetspark.core.pipeline.connectors import Sink, Source
+from jetspark.core.pipeline.planner import Planner
+from jetspark.core.pipeline.stages import BatchStage, StreamStage
+from jetspark.core.pipeline.transforms import SourceTransform, Transform
+
+
+class Pipeline:
+    """A set of connected stages, from sources to sinks. Submit it like a DAG:
+    `engine.new_job(pipeline, config)`; `to_dag()` shows the DAG it plans to."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self._transforms: list[Transform] = []
+        self._sinks: dict[int, str] = {}
+
+    @staticmethod
+    def create(name: str | None = None) -> Pipeline:
+        """A new, empty pipeline."""
+        return Pipeline(name)
+
+    def draw_from(self, source: Source) -> BatchStage | StreamStage:
+        """A stage emitting the items of `source`: a BatchStage for a bounded source, a
+        StreamStage for an unbounded one."""
+        if not isinstance(source, Source):
+            raise TypeError(
+                "draw_from takes a Source (Sources.list(name), SourceBuilder...build(), ...), "
+                f"got {type(source).__name__}"
+            )
+        transform = SourceTransform(source)
+        self.register(transform)
+        if source.bounded:
+            return BatchStage(self, transform)
+        return StreamStage(self, transform)
+
+    def register(self, transform: Transform) -> None:
+        """Adds a transform a stage created (stages call it)."""
+        self._transforms.append(transform)
+
+    def claim_sink(self, sink: Sink, stage: str) -> None:
+        """Records that `stage` drains to `sink`; a sink object takes one stage only."""
+        earlier = self._sinks.get(id(sink))
+        if earlier is not None:
+            raise DagValidationError(
+                f"stage '{stage}': sink '{sink.name}' already drains stage '{earlier}'; merge "
+                "the stages first (stage.merge(other)) or create a second sink"
+            )
+        self._sinks[id(sink)] = stage
+
+    def to_dag(self) -> DAG:
+        """The Core DAG this pipeline plans to: a vertex (or a `-step1`/`-step2` pair) per
+        stage, named after it; chains of map/filter/flat_map fused into one vertex."""
+        if not self._transforms:
+            raise DagValidationError("the pipeline is empty: draw_from(source) to start it")
+        dag = Planner(self._transforms, self.name).plan()
+        dag.validate()
+        return dag
+
+    def explain(self) -> str:
+        """The planned DAG as text: each vertex with its local parallelism, then each edge."""
+        dag = self.to_dag()
+        lines = [
+            f"pipeline {self.name or ''}planned to {len(dag.vertices())} vertices:".replace(
+                "  ", " "
+            )
+        ]
+        for vertex in dag.vertices():
+            parallelism = vertex.get_local_parallelism()
+            shown = "default" if parallelism == -1 else str(parallelism)
+            lines.append(f"  {vertex.name} (local parallelism {shown})")
+        lines.append("edges:")
+        lines.extend(f"  {edge.describe()}" for edge in dag.edges())
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Pipeline({self.name!r}, {len(self._transforms)} transforms)"

@@ -1,0 +1,867 @@
+"""Pipeline stages (Jet's BatchStage, StreamStage, their keyed and windowed forms): each method
+adds a transform to the pipeline and returns the stage of its output (manual §4.3-4.14)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jetspark.core.context import vertex_logger
+from jetspark.core.errors import DagValidationError
+from jetspark.core.pipeline.connectors import Sink
+from jetspark.core.pipeline.fusion import Step, on_item
+from jetspark.core.pipeline.items import ItemsByTag, Tag
+from jetspark.core.pipeline.joins import JoinClause
+from jetspark.core.pipeline.transforms import (
+    AggregateTransform,
+    CustomTransform,
+    DistinctTransform,
+    GroupTransform,
+    HashJoinTransform,
+    MergeTransform,
+    RollingAggregateTransform,
+    SinkTransform,
+    StatelessTransform,
+    TimestampTransform,
+    Transform,
+    WindowTransform,
+    timestamped_entry,
+    timestamped_item,
+)
+from jetspark.core.pipeline.windows import WindowDefinition
+from jetspark.processors.aggregate import AggregateOperation, co_aggregate, pick_any
+from jetspark.processors.events import JetEvent
+from jetspark.processors.functions import entry, whole_item
+from jetspark.processors.transforms import (
+    ContextFactory,
+    flat_map_using_context_p,
+    map_using_context_p,
+)
+
+if TYPE_CHECKING:
+    from jetspark.core.pipeline.pipeline import Pipeline
+
+
+class Stage:
+    """What every stage has: its pipeline, name and local parallelism."""
+
+    def __init__(self, pipeline: Pipeline, transform: Transform) -> None:
+        self.pipeline = pipeline
+        self.transform = transform
+
+    @property
+    def name(self) -> str:
+        """The stage's name: the vertex it plans to (or the prefix of its vertices)."""
+        return self.transform.name
+
+    def set_name(self, name: str) -> Stage:
+        """Names the stage: its vertices, snapshot state, metrics and errors carry the name."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"set_name takes a non-empty str, got {name!r}")
+        self.transform.name = name
+        return self
+
+    def set_local_parallelism(self, n: int) -> Stage:
+        """How many processors each member runs for this stage (-1: the engine's default)."""
+        if not isinstance(n, int) or isinstance(n, bool) or (n < 1 and n != -1):
+            raise ValueError(
+                f"stage '{self.name}': local parallelism must be >= 1 or -1, got {n!r}"
+            )
+        self.transform.local_parallelism = n
+        return self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class SinkStage(Stage):
+    """The end of a branch: a stage drained to a sink; nothing attaches to it."""
+
+
+class ComputeStage(Stage):
+    """The operations batch and stream stages share."""
+
+    bounded = True
+
+    def _then(self, transform: Transform) -> Any:
+        self.pipeline.register(transform)
+        return type(self)(self.pipeline, transform)
+
+    def _stateless(self, kind: str, fn: Callable[[Any], Any], name: str) -> Any:
+        _check_callable(fn, kind, self.name)
+        return self._then(StatelessTransform(self.transform, Step(kind, fn), name))
+
+    def map(self, map_fn: Callable[[Any], Any]) -> Any:
+        """Emits `map_fn(item)` for each item; a None result drops the item."""
+        return self._stateless("map", map_fn, "map")
+
+    def filter(self, filter_fn: Callable[[Any], Any]) -> Any:
+        """Keeps the items for which `filter_fn(item)` is true."""
+        return self._stateless("filter", filter_fn, "filter")
+
+    def flat_map(self, flat_map_fn: Callable[[Any], Iterable[Any] | None]) -> Any:
+        """Emits every item of the iterable or traverser `flat_map_fn(item)` returns."""
+        return self._stateless("flat_map", flat_map_fn, "flat-map")
+
+    def peek(self, to_string_fn: Callable[[Any], str] | None = None) -> Any:
+        """Logs each item (`to_string_fn(item)`, else `str`) at INFO as it passes."""
+        to_string = str if to_string_fn is None else to_string_fn
+        _check_callable(to_string, "peek", self.name)
+        return self._then(
+            StatelessTransform(self.transform, Step("peek", _Peek(self.name, to_string)), "peek")
+        )
+
+    def merge(self, other: ComputeStage) -> Any:
+        """Every item of this stage and of `other` (a stage of the same kind)."""
+        self._check_same_pipeline(other, "merge")
+        if type(other) is not type(self):
+            raise DagValidationError(
+                f"stage '{self.name}': merge() takes a {type(self).__name__}, got "
+                f"{type(other).__name__} '{other.name}'"
+            )
+        if other.transform.events != self.transform.events:
+            raise DagValidationError(
+                f"stage '{self.name}': merge() needs both stages timestamped or neither "
+                f"('{other.name}' is {'' if other.transform.events else 'not '}timestamped)"
+            )
+        transform = MergeTransform((self.transform, other.transform), self.transform.events)
+        return self._then(transform)
+
+    def distinct(self) -> Any:
+        """Each distinct item once (the first seen)."""
+        return self.grouping_key(whole_item).distinct()
+
+    def map_using_context(
+        self, context_factory: ContextFactory, map_fn: Callable[[Any, Any], Any]
+    ) -> Any:
+        """`map_fn(ctx, item)` per item, `ctx` made once per processor by `context_factory`."""
+        return self._using_context(context_factory, "map", map_fn, "map-using-context")
+
+    def filter_using_context(
+        self, context_factory: ContextFactory, filter_fn: Callable[[Any, Any], Any]
+    ) -> Any:
+        """Keeps the items for which `filter_fn(ctx, item)` is true."""
+        return self._using_context(context_factory, "filter", filter_fn, "filter-using-context")
+
+    def flat_map_using_context(
+        self, context_factory: ContextFactory, flat_map_fn: Callable[[Any, Any], Any]
+    ) -> Any:
+        """Emits the items of `flat_map_fn(ctx, item)`."""
+        return self._using_context(
+            context_factory, "flat_map", flat_map_fn, "flat-map-using-context"
+        )
+
+    def _using_context(
+        self,
+        factory: ContextFactory,
+        kind: str,
+        fn: Callable[..., Any],
+        name: str,
+        key_fn: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        if not isinstance(factory, ContextFactory):
+            raise TypeError(
+                f"stage '{self.name}': {name} takes a ContextFactory "
+                f"(ContextFactory.with_create_fn(fn)), got {type(factory).__name__}"
+            )
+        _check_callable(fn, name, self.name)
+        events = self.transform.events
+        bound = _ContextFn(kind, fn, events, key_fn)
+        if kind == "flat_map":
+            supplier = flat_map_using_context_p(factory, bound)
+        else:
+            supplier = map_using_context_p(factory, bound)
+        key = None if key_fn is None else on_item(key_fn, events)
+        return self._then(CustomTransform(self.transform, name, supplier, events, key))
+
+    def hash_join(
+        self,
+        stage1: BatchStage,
+        join_clause1: JoinClause,
+        map_to_output_fn: Callable[[Any, Any], Any],
+    ) -> Any:
+        """Enriches each item with the item of `stage1` matched by `join_clause1`:
+        `map_to_output_fn(item, matched)` (None where nothing matched)."""
+        _check_callable(map_to_output_fn, "hash_join", self.name)
+        return self._hash_join([(stage1, join_clause1)], _Join1(map_to_output_fn))
+
+    def hash_join2(
+        self,
+        stage1: BatchStage,
+        join_clause1: JoinClause,
+        stage2: BatchStage,
+        join_clause2: JoinClause,
+        map_to_output_fn: Callable[[Any, Any, Any], Any],
+    ) -> Any:
+        """Enriches each item with one item of `stage1` and one of `stage2`:
+        `map_to_output_fn(item, matched1, matched2)`."""
+        _check_callable(map_to_output_fn, "hash_join2", self.name)
+        pairs = [(stage1, join_clause1), (stage2, join_clause2)]
+        return self._hash_join(pairs, _Join2(map_to_output_fn))
+
+    def hash_join_builder(self) -> HashJoinBuilder:
+        """A builder for a hash join with any number of enriching stages."""
+        return HashJoinBuilder(self)
+
+    def _hash_join(
+        self, pairs: list[tuple[BatchStage, JoinClause]], output_fn: Callable[[Any, list[Any]], Any]
+    ) -> Any:
+        for stage, clause in pairs:
+            self._check_same_pipeline(stage, "hash_join")
+            if not isinstance(stage, BatchStage):
+                raise DagValidationError(
+                    f"stage '{self.name}': a hash join enriches from batch stages only; "
+                    f"'{stage.name}' is a {type(stage).__name__}"
+                )
+            if not isinstance(clause, JoinClause):
+                raise TypeError(
+                    f"stage '{self.name}': a hash join takes a JoinClause "
+                    f"(JoinClause.join_map_entries(key_fn)), got {type(clause).__name__}"
+                )
+        upstream = [self.transform, *(stage.transform for stage, _ in pairs)]
+        clauses = [clause for _, clause in pairs]
+        return self._then(HashJoinTransform(upstream, clauses, output_fn))
+
+    def custom_transform(self, name: str, processor_supplier: Any) -> Any:
+        """A vertex running any Core API processor on this stage's items (as the user sees
+        them: a timestamped stream's processor gets the items, not the events)."""
+        return self._then(CustomTransform(self._payloads(), name, processor_supplier))
+
+    def drain_to(self, sink: Sink) -> SinkStage:
+        """Sends every item to `sink`; a sink object drains one stage only."""
+        if not isinstance(sink, Sink):
+            raise TypeError(
+                f"stage '{self.name}': drain_to takes a Sink (Sinks.list(name), ...), got "
+                f"{type(sink).__name__}"
+            )
+        self.pipeline.claim_sink(sink, self.name)
+        transform = SinkTransform([self._payloads()], sink)
+        self.pipeline.register(transform)
+        return SinkStage(self.pipeline, transform)
+
+    def _payloads(self) -> Transform:
+        """This stage's transform, followed by an unwrapping step when its items are events."""
+        if not self.transform.events:
+            return self.transform
+        unwrap = StatelessTransform(self.transform, Step("unwrap", whole_item), "unwrap")
+        unwrap.local_parallelism = self.transform.local_parallelism
+        self.pipeline.register(unwrap)
+        return unwrap
+
+    def _check_same_pipeline(self, other: Stage, operation: str) -> None:
+        if not isinstance(other, Stage) or other.pipeline is not self.pipeline:
+            raise DagValidationError(
+                f"stage '{self.name}': {operation} takes a stage of the same pipeline, got "
+                f"{other!r}"
+            )
+
+    def _batch_only(self, operation: str) -> None:
+        if not self.bounded:
+            raise DagValidationError(
+                f"stage '{self.name}': {operation} needs a bounded (batch) stage; on a stream "
+                "stage use window(WindowDefinition...) first"
+            )
+
+
+class BatchStage(ComputeStage):
+    """A stage of a bounded stream: `Pipeline.draw_from(bounded source)` and what follows."""
+
+    def grouping_key(self, key_fn: Callable[[Any], Any]) -> BatchStageWithKey:
+        """This stage grouped by `key_fn(item)`, for keyed operations."""
+        _check_callable(key_fn, "grouping_key", self.name)
+        return BatchStageWithKey(self, key_fn)
+
+    def rolling_aggregate(
+        self, aggr_op: AggregateOperation, map_to_output_fn: Callable[[Any], Any] | None = None
+    ) -> Any:
+        """For each item, the aggregate of every item so far (`map_to_output_fn(result)`)."""
+        output = _result_only if map_to_output_fn is None else _Unkeyed(map_to_output_fn)
+        return self.grouping_key(_constant_key).rolling_aggregate(aggr_op, output)
+
+    def aggregate(
+        self, aggr_op: AggregateOperation, map_to_output_fn: Callable[[Any], Any] | None = None
+    ) -> BatchStage:
+        """One result over all items: `map_to_output_fn(result)` if given."""
+        _check_op(aggr_op, self.name)
+        return self._co_aggregate([self], _finished(aggr_op, map_to_output_fn))
+
+    def aggregate2(self, *args: Any) -> BatchStage:
+        """`aggregate2(stage1, op2)` with an operation of two inputs, or `aggregate2(op0,
+        stage1, op1[, map_to_output_fn])` with one operation per input (a tuple result)."""
+        stages, op = _co_arguments(self, args, 2)
+        return self._co_aggregate(stages, op)
+
+    def aggregate3(self, *args: Any) -> BatchStage:
+        """`aggregate3(stage1, stage2, op3)` or `aggregate3(op0, stage1, op1, stage2, op2[,
+        map_to_output_fn])`."""
+        stages, op = _co_arguments(self, args, 3)
+        return self._co_aggregate(stages, op)
+
+    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
+        """A builder co-aggregating this stage (with `aggr_op0`) and any number of others."""
+        return AggregateBuilder(self, aggr_op0)
+
+    def _co_aggregate(self, stages: list[Any], aggr_op: AggregateOperation) -> BatchStage:
+        for stage in stages:
+            stage._batch_only("aggregate")
+        transform = AggregateTransform([s.transform for s in stages], aggr_op)
+        self.pipeline.register(transform)
+        return BatchStage(self.pipeline, transform)
+
+
+class StreamStage(ComputeStage):
+    """A stage of an unbounded stream: `Pipeline.draw_from(unbounded source)` and what follows."""
+
+    bounded = False
+
+    def add_timestamps(self, timestamp_fn: Callable[[Any], int], allowed_lag: int) -> StreamStage:
+        """Gives each item the event timestamp `timestamp_fn(item)` and inserts watermarks that
+        let items lag up to `allowed_lag` behind the highest timestamp; windows need it."""
+        _check_callable(timestamp_fn, "add_timestamps", self.name)
+        if not isinstance(allowed_lag, int) or allowed_lag < 0:
+            raise ValueError(
+                f"stage '{self.name}': allowed_lag must be an int >= 0, got {allowed_lag!r}"
+            )
+        stamped = StatelessTransform(self.transform, Step("stamp", timestamp_fn), "stamp")
+        self.pipeline.register(stamped)
+        return self.__class__(self.pipeline, stamped)._then(
+            TimestampTransform(stamped, allowed_lag)
+        )
+
+    def grouping_key(self, key_fn: Callable[[Any], Any]) -> StreamStageWithKey:
+        """This stage grouped by `key_fn(item)`, for keyed operations and windows."""
+        _check_callable(key_fn, "grouping_key", self.name)
+        return StreamStageWithKey(self, key_fn)
+
+    def window(self, window_definition: WindowDefinition) -> StageWithWindow:
+        """This stage cut into windows, for `aggregate`; needs `add_timestamps` first."""
+        _check_window(self, window_definition)
+        return StageWithWindow(self, window_definition)
+
+    def rolling_aggregate(
+        self, aggr_op: AggregateOperation, map_to_output_fn: Callable[[Any], Any] | None = None
+    ) -> StreamStage:
+        """For each item, the aggregate of every item so far (`map_to_output_fn(result)`)."""
+        output = _result_only if map_to_output_fn is None else _Unkeyed(map_to_output_fn)
+        return self.grouping_key(_constant_key).rolling_aggregate(aggr_op, output)
+
+    def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: an unbounded stream has no end to aggregate at; use a window."""
+        raise DagValidationError(
+            f"stage '{self.name}': aggregate over an unbounded stream needs a window: "
+            "add_timestamps(...).window(WindowDefinition.tumbling(...)).aggregate(op), or "
+            "rolling_aggregate(op) for a running result"
+        )
+
+
+class StageWithKey:
+    """A stage grouped by a key: keyed aggregation, distinct, rolling aggregates, lookups."""
+
+    def __init__(self, stage: ComputeStage, key_fn: Callable[[Any], Any]) -> None:
+        self.stage = stage
+        self.key_fn = key_fn
+
+    def distinct(self) -> Any:
+        """The first item of each distinct key."""
+        return self.stage._then(DistinctTransform(self.stage.transform, self.key_fn))
+
+    def rolling_aggregate(
+        self,
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[Any, Any], Any] = entry,
+    ) -> Any:
+        """For each item, `map_to_output_fn(key, aggregate of the key's items so far)`."""
+        _check_op(aggr_op, self.stage.name)
+        transform = RollingAggregateTransform(
+            self.stage.transform, self.key_fn, aggr_op, map_to_output_fn
+        )
+        return self.stage._then(transform)
+
+    def map_using_context(
+        self, context_factory: ContextFactory, map_fn: Callable[[Any, Any, Any], Any]
+    ) -> Any:
+        """`map_fn(ctx, key, item)`; items of one key always meet the same context object."""
+        return self.stage._using_context(
+            context_factory, "map", map_fn, "map-using-context", self.key_fn
+        )
+
+    def filter_using_context(
+        self, context_factory: ContextFactory, filter_fn: Callable[[Any, Any, Any], Any]
+    ) -> Any:
+        """Keeps the items for which `filter_fn(ctx, key, item)` is true."""
+        return self.stage._using_context(
+            context_factory, "filter", filter_fn, "filter-using-context", self.key_fn
+        )
+
+    def flat_map_using_context(
+        self, context_factory: ContextFactory, flat_map_fn: Callable[[Any, Any, Any], Any]
+    ) -> Any:
+        """Emits the items of `flat_map_fn(ctx, key, item)`."""
+        return self.stage._using_context(
+            context_factory, "flat_map", flat_map_fn, "flat-map-using-context", self.key_fn
+        )
+
+
+class BatchStageWithKey(StageWithKey):
+    """A batch stage grouped by a key."""
+
+    stage: BatchStage
+
+    def aggregate(
+        self,
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[Any, Any], Any] = entry,
+    ) -> BatchStage:
+        """One `map_to_output_fn(key, result)` per key (default: the tuple `(key, result)`)."""
+        _check_op(aggr_op, self.stage.name)
+        return self._group([self], aggr_op, map_to_output_fn)
+
+    def aggregate2(self, *args: Any) -> BatchStage:
+        """`aggregate2(stage1_with_key, op2[, map_to_output_fn])` or `aggregate2(op0,
+        stage1_with_key, op1[, map_to_output_fn(key, result0, result1)])`."""
+        stages, op, output = _keyed_co_arguments(self, args, 2)
+        return self._group(stages, op, output)
+
+    def aggregate3(self, *args: Any) -> BatchStage:
+        """`aggregate3(stage1, stage2, op3[, fn])` or `aggregate3(op0, stage1, op1, stage2,
+        op2[, fn(key, r0, r1, r2)])`, the stages grouped by key."""
+        stages, op, output = _keyed_co_arguments(self, args, 3)
+        return self._group(stages, op, output)
+
+    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
+        """A builder co-grouping this stage (with `aggr_op0`) and any number of others."""
+        return AggregateBuilder(self, aggr_op0)
+
+    def _group(
+        self,
+        stages: list[Any],
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[Any, Any], Any],
+    ) -> BatchStage:
+        for keyed in stages:
+            keyed.stage._batch_only("aggregate")
+        transform = GroupTransform(
+            [k.stage.transform for k in stages],
+            [k.key_fn for k in stages],
+            aggr_op,
+            map_to_output_fn,
+        )
+        self.stage.pipeline.register(transform)
+        return BatchStage(self.stage.pipeline, transform)
+
+
+class StreamStageWithKey(StageWithKey):
+    """A stream stage grouped by a key."""
+
+    stage: StreamStage
+
+    def window(self, window_definition: WindowDefinition) -> StageWithKeyAndWindow:
+        """This keyed stage cut into windows, for a per-key `aggregate`."""
+        _check_window(self.stage, window_definition)
+        return StageWithKeyAndWindow(self, window_definition)
+
+    def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: an unbounded stream has no end to aggregate at; use a window."""
+        return self.stage.aggregate()
+
+
+class StageWithWindow:
+    """A stream stage with a window: aggregates emit one `TimestampedItem` per window."""
+
+    def __init__(self, stage: StreamStage, window: WindowDefinition) -> None:
+        self.stage = stage
+        self.window_definition = window
+
+    def aggregate(
+        self,
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[int, int, Any], Any] | None = None,
+    ) -> StreamStage:
+        """One result per window: `TimestampedItem(window end, result)`, or
+        `map_to_output_fn(start, end, result)`."""
+        _check_op(aggr_op, self.stage.name)
+        return self._window([self.stage], aggr_op, map_to_output_fn)
+
+    def aggregate2(self, *args: Any) -> StreamStage:
+        """`aggregate2(stage1, op2)` or `aggregate2(op0, stage1, op1)`, per window."""
+        stages, op = _co_arguments(self.stage, args, 2)
+        return self._window(stages, op, None)
+
+    def aggregate3(self, *args: Any) -> StreamStage:
+        """`aggregate3(stage1, stage2, op3)` or `aggregate3(op0, stage1, op1, stage2, op2)`."""
+        stages, op = _co_arguments(self.stage, args, 3)
+        return self._window(stages, op, None)
+
+    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
+        """A builder co-aggregating this stage and others, per window."""
+        return AggregateBuilder(self, aggr_op0)
+
+    def distinct(self) -> StreamStage:
+        """Each distinct item once per window, as `TimestampedItem(window end, item)`."""
+        keyed = StreamStageWithKey(self.stage, whole_item).window(self.window_definition)
+        return keyed.aggregate(pick_any(), _distinct_item)
+
+    def _window(
+        self,
+        stages: list[Any],
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[int, int, Any], Any] | None,
+    ) -> StreamStage:
+        for stage in stages:
+            _check_window(stage, self.window_definition)
+        output = timestamped_item if map_to_output_fn is None else _Unkeyed3(map_to_output_fn)
+        transform = WindowTransform(
+            [s.transform for s in stages], self.window_definition, None, aggr_op, output
+        )
+        self.stage.pipeline.register(transform)
+        return StreamStage(self.stage.pipeline, transform)
+
+
+class StageWithKeyAndWindow:
+    """A keyed stream stage with a window: aggregates emit one `TimestampedEntry` per window
+    and key."""
+
+    def __init__(self, keyed: StreamStageWithKey, window: WindowDefinition) -> None:
+        self.keyed = keyed
+        self.window_definition = window
+
+    @property
+    def stage(self) -> StreamStage:
+        """The stream stage that was grouped."""
+        return self.keyed.stage
+
+    def aggregate(
+        self,
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[int, int, Any, Any], Any] | None = None,
+    ) -> StreamStage:
+        """Per window and key, `TimestampedEntry(window end, key, result)` or
+        `map_to_output_fn(start, end, key, result)`."""
+        _check_op(aggr_op, self.stage.name)
+        return self._window([self.keyed], aggr_op, map_to_output_fn)
+
+    def aggregate2(self, *args: Any) -> StreamStage:
+        """`aggregate2(stage1_with_key, op2)` or `aggregate2(op0, stage1_with_key, op1)`."""
+        stages, op, _ = _keyed_co_arguments(self.keyed, args, 2)
+        return self._window(stages, op, None)
+
+    def aggregate3(self, *args: Any) -> StreamStage:
+        """`aggregate3(stage1, stage2, op3)` or `aggregate3(op0, stage1, op1, stage2, op2)`."""
+        stages, op, _ = _keyed_co_arguments(self.keyed, args, 3)
+        return self._window(stages, op, None)
+
+    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
+        """A builder co-grouping this stage and others per key and window."""
+        return AggregateBuilder(self, aggr_op0)
+
+    def distinct(self) -> StreamStage:
+        """The first item of each key per window, as `TimestampedItem(window end, item)`."""
+        return self.aggregate(pick_any(), _distinct_item)
+
+    def _window(
+        self,
+        keyed: list[Any],
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[int, int, Any, Any], Any] | None,
+    ) -> StreamStage:
+        for k in keyed:
+            _check_window(k.stage, self.window_definition)
+        output = timestamped_entry if map_to_output_fn is None else map_to_output_fn
+        transform = WindowTransform(
+            [k.stage.transform for k in keyed],
+            self.window_definition,
+            [k.key_fn for k in keyed],
+            aggr_op,
+            output,
+        )
+        self.stage.pipeline.register(transform)
+        return StreamStage(self.stage.pipeline, transform)
+
+
+class HashJoinBuilder:
+    """Collects the enriching stages of a hash join (`add`), each under a tag; `build(fn)`
+    emits `fn(item, items_by_tag)`."""
+
+    def __init__(self, stage: ComputeStage) -> None:
+        self._stage = stage
+        self._pairs: list[tuple[BatchStage, JoinClause]] = []
+
+    def add(self, stage: BatchStage, join_clause: JoinClause) -> Tag:
+        """Adds an enriching stage; its matched item is found under the returned tag."""
+        self._pairs.append((stage, join_clause))
+        return Tag(len(self._pairs))
+
+    def build(self, map_to_output_fn: Callable[[Any, ItemsByTag], Any]) -> Any:
+        """The joined stage: `map_to_output_fn(item, items_by_tag)` per item."""
+        if not self._pairs:
+            raise DagValidationError(
+                f"stage '{self._stage.name}': the hash-join builder has no stage; add() some"
+            )
+        _check_callable(map_to_output_fn, "hash_join_builder.build", self._stage.name)
+        return self._stage._hash_join(self._pairs, _JoinByTag(map_to_output_fn))
+
+
+class AggregateBuilder:
+    """Collects the inputs of a co-aggregation (`add`), each with its operation and tag;
+    `build(fn)` emits `fn(items_by_tag)` (ungrouped) or `fn(key, items_by_tag)` (grouped)."""
+
+    def __init__(self, first: Any, aggr_op0: AggregateOperation) -> None:
+        self._first = first
+        self._inputs: list[tuple[Any, AggregateOperation]] = [(first, aggr_op0)]
+
+    def tag0(self) -> Tag:
+        """The tag of the first input's result."""
+        return Tag(0)
+
+    def add(self, stage: Any, aggr_op: AggregateOperation) -> Tag:
+        """Adds an input (a stage, keyed if the first one is) with its operation."""
+        self._inputs.append((stage, aggr_op))
+        return Tag(len(self._inputs) - 1)
+
+    def build(self, map_to_output_fn: Callable[..., Any] | None = None) -> Any:
+        """The aggregated stage; without `map_to_output_fn`, results are ItemsByTag (grouped:
+        `(key, ItemsByTag)`, windowed: in a TimestampedEntry or TimestampedItem)."""
+        ops = [op for _, op in self._inputs]
+        for op in ops:
+            _check_op(op, _name_of(self._first))
+        aggr_op = co_aggregate(ops, _by_tag)
+        rest = [stage for stage, _ in self._inputs[1:]]
+        first = self._first
+        if isinstance(first, BatchStageWithKey):
+            output = entry if map_to_output_fn is None else map_to_output_fn
+            return first._group([first, *rest], aggr_op, output)
+        if isinstance(first, StageWithKeyAndWindow):
+            return first._window([first.keyed, *rest], aggr_op, map_to_output_fn)
+        if isinstance(first, StageWithWindow):
+            return first._window([first.stage, *rest], aggr_op, map_to_output_fn)
+        result = first._co_aggregate([first, *rest], aggr_op)
+        return result if map_to_output_fn is None else result.map(map_to_output_fn)
+
+
+def _by_tag(results: tuple[Any, ...]) -> ItemsByTag:
+    return ItemsByTag({Tag(i): result for i, result in enumerate(results)})
+
+
+def _name_of(stage: Any) -> str:
+    return getattr(stage, "name", None) or stage.stage.name
+
+
+def _check_callable(fn: Any, operation: str, stage: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"stage '{stage}': {operation} takes a function, got {type(fn).__name__}")
+
+
+def _check_op(aggr_op: Any, stage: str) -> None:
+    if not isinstance(aggr_op, AggregateOperation):
+        raise TypeError(
+            f"stage '{stage}': aggregate takes an AggregateOperation (counting(), to_list(), "
+            f"...), got {type(aggr_op).__name__}"
+        )
+
+
+def _check_window(stage: Any, window: WindowDefinition) -> None:
+    if not isinstance(window, WindowDefinition):
+        raise TypeError(
+            f"stage '{stage.name}': window takes a WindowDefinition (WindowDefinition."
+            f"tumbling(size), ...), got {type(window).__name__}"
+        )
+    if not isinstance(stage, StreamStage):
+        raise DagValidationError(
+            f"stage '{stage.name}': window() applies to stream stages; a batch stage "
+            "aggregates without one"
+        )
+    if not stage.transform.events:
+        raise DagValidationError(
+            f"stage '{stage.name}': a window needs event timestamps: call "
+            "add_timestamps(timestamp_fn, allowed_lag) before window(...)"
+        )
+
+
+def _finished(
+    aggr_op: AggregateOperation, map_to_output_fn: Callable[[Any], Any] | None
+) -> AggregateOperation:
+    if map_to_output_fn is None:
+        return aggr_op
+    from dataclasses import replace
+
+    return replace(
+        aggr_op,
+        export_fn=_Then(aggr_op.export_fn, map_to_output_fn),
+        finish_fn=_Then(aggr_op.finish_fn, map_to_output_fn),
+    )
+
+
+def _co_arguments(
+    first: ComputeStage, args: tuple[Any, ...], inputs: int
+) -> tuple[list[Any], AggregateOperation]:
+    """The stages and the operation of `aggregateN(...)` in either of Jet's forms."""
+    if args and isinstance(args[0], AggregateOperation):
+        ops, stages = list(args[0 : 2 * inputs : 2]), [first, *args[1 : 2 * inputs - 1 : 2]]
+        finish = args[2 * inputs - 1] if len(args) == 2 * inputs else None
+        if len(args) not in (2 * inputs - 1, 2 * inputs) or len(ops) != inputs:
+            raise TypeError(_usage(first, inputs))
+        from jetspark.processors.aggregate import aggregate_operation2, aggregate_operation3
+
+        combine = aggregate_operation2 if inputs == 2 else aggregate_operation3
+        aggr_op = combine(*ops, finish)  # type: ignore[operator]
+    else:
+        if len(args) != inputs:
+            raise TypeError(_usage(first, inputs))
+        stages, aggr_op = [first, *args[: inputs - 1]], args[inputs - 1]
+    for stage in stages[1:]:
+        first._check_same_pipeline(stage, f"aggregate{inputs}")
+    _check_op(aggr_op, first.name)
+    return stages, aggr_op
+
+
+def _keyed_co_arguments(
+    first: StageWithKey, args: tuple[Any, ...], inputs: int
+) -> tuple[list[Any], AggregateOperation, Callable[[Any, Any], Any]]:
+    """The keyed stages, operation and output function of a keyed `aggregateN(...)`."""
+    if args and isinstance(args[0], AggregateOperation):
+        ops, stages = list(args[0 : 2 * inputs : 2]), [first, *args[1 : 2 * inputs - 1 : 2]]
+        if len(args) not in (2 * inputs - 1, 2 * inputs) or len(ops) != inputs:
+            raise TypeError(_usage(first.stage, inputs))
+        spread = args[2 * inputs - 1] if len(args) == 2 * inputs else None
+        aggr_op = co_aggregate(ops)
+        output: Callable[[Any, Any], Any] = entry if spread is None else _KeySpread(spread)
+    else:
+        if len(args) not in (inputs, inputs + 1):
+            raise TypeError(_usage(first.stage, inputs))
+        stages, aggr_op = [first, *args[: inputs - 1]], args[inputs - 1]
+        output = args[inputs] if len(args) == inputs + 1 else entry
+    for keyed in stages[1:]:
+        if not isinstance(keyed, StageWithKey):
+            raise DagValidationError(
+                f"stage '{first.stage.name}': a keyed aggregate{inputs} takes stages grouped "
+                f"by a key (stage.grouping_key(fn)), got {keyed!r}"
+            )
+        first.stage._check_same_pipeline(keyed.stage, f"aggregate{inputs}")
+    _check_op(aggr_op, first.stage.name)
+    return stages, aggr_op, output
+
+
+def _usage(stage: Any, inputs: int) -> str:
+    others = ", ".join(f"stage{i}" for i in range(1, inputs))
+    ops = ", ".join(f"op{i}, stage{i + 1}" for i in range(inputs - 1))
+    return (
+        f"stage '{stage.name}': aggregate{inputs} takes ({others}, op) with an operation of "
+        f"{inputs} inputs, or ({ops.replace(f'stage{inputs}', '')}op{inputs - 1}[, "
+        "map_to_output_fn]) with one operation per input"
+    )
+
+
+def _constant_key(item: Any) -> int:
+    return 0
+
+
+def _result_only(key: Any, result: Any) -> Any:
+    return result
+
+
+def _distinct_item(start: int, end: int, key: Any, value: Any) -> Any:
+    from jetspark.core.pipeline.items import TimestampedItem
+
+    return TimestampedItem(end, value)
+
+
+@dataclass(frozen=True)
+class _Then:
+    first: Callable[[Any], Any]
+    then: Callable[[Any], Any]
+
+    def __call__(self, value: Any) -> Any:
+        return self.then(self.first(value))
+
+
+@dataclass(frozen=True)
+class _Unkeyed:
+    """`fn(result)` called as a keyed output function `(key, result)`."""
+
+    fn: Callable[[Any], Any]
+
+    def __call__(self, key: Any, result: Any) -> Any:
+        return self.fn(result)
+
+
+@dataclass(frozen=True)
+class _Unkeyed3:
+    """`fn(start, end, result)` called as a keyed window output `(start, end, key, result)`."""
+
+    fn: Callable[[int, int, Any], Any]
+
+    def __call__(self, start: int, end: int, key: Any, result: Any) -> Any:
+        return self.fn(start, end, result)
+
+
+@dataclass(frozen=True)
+class _KeySpread:
+    """`fn(key, r0, r1, ...)` called as `(key, (r0, r1, ...))`."""
+
+    fn: Callable[..., Any]
+
+    def __call__(self, key: Any, results: tuple[Any, ...]) -> Any:
+        return self.fn(key, *results)
+
+
+@dataclass(frozen=True)
+class _Join1:
+    fn: Callable[[Any, Any], Any]
+
+    def __call__(self, item: Any, looked_up: list[Any]) -> Any:
+        return self.fn(item, looked_up[0])
+
+
+@dataclass(frozen=True)
+class _Join2:
+    fn: Callable[[Any, Any, Any], Any]
+
+    def __call__(self, item: Any, looked_up: list[Any]) -> Any:
+        return self.fn(item, looked_up[0], looked_up[1])
+
+
+@dataclass(frozen=True)
+class _JoinByTag:
+    fn: Callable[[Any, ItemsByTag], Any]
+
+    def __call__(self, item: Any, looked_up: list[Any]) -> Any:
+        by_tag = ItemsByTag({Tag(i): value for i, value in enumerate(looked_up, start=1)})
+        return self.fn(item, by_tag)
+
+
+@dataclass(frozen=True)
+class _Peek:
+    """Logs each item as it passes (the stage's logger, INFO) and returns it."""
+
+    stage: str
+    to_string: Callable[[Any], str]
+
+    def __call__(self, item: Any) -> Any:
+        logger = vertex_logger(self.stage)
+        if logger.isEnabledFor(20):
+            logger.info("Output forwarded: %s", self.to_string(item))
+        return item
+
+
+@dataclass(frozen=True)
+class _ContextFn:
+    """A user's `fn(ctx, item)` (or `fn(ctx, key, item)` when keyed) as the processor's
+    `fn(ctx, item)`, on payloads, results re-stamped on events; filter as a map to the item."""
+
+    kind: str
+    fn: Callable[..., Any]
+    events: bool
+    key_fn: Callable[[Any], Any] | None
+
+    def __call__(self, ctx: Any, item: Any) -> Any:
+        payload = item.item if self.events else item
+        args = (ctx, payload) if self.key_fn is None else (ctx, self.key_fn(payload), payload)
+        result = self.fn(*args)
+        if self.kind == "filter":
+            return item if result else None
+        if not self.events or result is None:
+            return result
+        if self.kind == "flat_map":
+            return [JetEvent(item.timestamp, r) for r in result if r is not None]
+        return JetEvent(item.timestamp, result)

@@ -1,0 +1,487 @@
+"""The transforms behind pipeline stages, each adding its vertices and edges to the planned DAG
+as Jet's planner does (the diagrams are Jet 0.7's): two-stage aggregation where the operation
+can combine, windows accumulated by frame, hash joins over broadcast collectors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from jetspark.core.pipeline.connectors import Sink, Source
+from jetspark.core.pipeline.fusion import Step, on_item, output_is_events
+from jetspark.core.pipeline.items import TimestampedEntry, TimestampedItem
+from jetspark.core.pipeline.windows import WindowDefinition, WindowKind
+from jetspark.edges import Edge
+from jetspark.partitioning import HASH_CODE
+from jetspark.processors.aggregate import AggregateOperation
+from jetspark.processors.aggregation import (
+    accumulate_by_key_p,
+    aggregate_by_key_p,
+    combine_by_key_p,
+)
+from jetspark.processors.events import JetEvent, event_timestamp
+from jetspark.processors.functions import PerOrdinal, entry_key
+from jetspark.processors.hash_join import hash_join_collect_p, hash_join_p
+from jetspark.processors.insert_watermarks import insert_watermarks_p
+from jetspark.processors.rolling import distinct_p, rolling_aggregate_p
+from jetspark.processors.session_window import aggregate_to_session_window_p
+from jetspark.processors.sliding_window import (
+    accumulate_by_frame_p,
+    aggregate_to_sliding_window_p,
+    combine_to_sliding_window_p,
+)
+from jetspark.processors.transforms import map_p
+from jetspark.processors.windowing import TimestampKind, limiting_lag
+
+if TYPE_CHECKING:
+    from jetspark.core.pipeline.planner import Planner
+
+
+class Transform:
+    """One stage's computation: its inputs (`upstream`), a default name and parallelism, and
+    how it is planned (`add_to_dag`). `events` says whether its items are JetEvents."""
+
+    default_name = "transform"
+
+    def __init__(self, upstream: Sequence[Transform], events: bool = False) -> None:
+        self.upstream = list(upstream)
+        self.name = self.default_name
+        self.local_parallelism = -1
+        self.events = events
+
+    def add_to_dag(self, planner: Planner) -> None:
+        """Adds this transform's vertices and inbound edges; the planner records its output."""
+        raise NotImplementedError
+
+    def watermark_frame_size(self) -> int:
+        """The frame size this transform emits windows at (0: none): the planner throttles
+        watermarks to the greatest common divisor of all frame sizes, as Jet does."""
+        return 0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class SourceTransform(Transform):
+    """A source vertex; a timestamped source's items are JetEvents, and a vertex inserting
+    watermarks follows it (on the same member: an isolated edge)."""
+
+    def __init__(self, source: Source) -> None:
+        super().__init__((), events=source.timestamped)
+        self.source = source
+        self.name = source.name
+        self.local_parallelism = source.local_parallelism
+
+    def add_to_dag(self, planner: Planner) -> None:
+        vertex = planner.add_vertex(self, self.name, self.source.supplier, self.local_parallelism)
+        for marker in ("replayable", "kind"):
+            value = getattr(self.source.supplier, marker, None)
+            if value is not None:
+                setattr(vertex.meta_supplier, marker, value)
+        if self.source.timestamped:
+            watermarks = insert_watermarks_p(
+                event_timestamp, limiting_lag(self.source.allowed_lag), planner.emission_policy
+            )
+            inserter = planner.add_vertex(
+                self, planner.unique_name(f"{self.name}-timestamps"), watermarks, -1
+            )
+            planner.dag.edge(Edge.between(vertex, inserter).isolated())
+
+
+class StatelessTransform(Transform):
+    """map, filter, flat_map or peek: planned as one fused vertex with its chain."""
+
+    def __init__(self, upstream: Transform, step: Step, name: str) -> None:
+        super().__init__((upstream,), output_is_events([step], upstream.events))
+        self.step = step
+        self.default_name = name
+        self.name = name
+
+    def add_to_dag(self, planner: Planner) -> None:
+        planner.add_fused_chain(self)
+
+
+class TimestampTransform(Transform):
+    """`add_timestamps`: inserts watermarks into a stream of JetEvents (a "stamp" step before
+    it wraps the items, fused with the stateless stages before it)."""
+
+    default_name = "add-timestamps"
+
+    def __init__(self, upstream: Transform, lag: int) -> None:
+        super().__init__((upstream,), events=True)
+        self.lag = lag
+
+    def add_to_dag(self, planner: Planner) -> None:
+        watermarks = insert_watermarks_p(
+            event_timestamp, limiting_lag(self.lag), planner.emission_policy
+        )
+        vertex = planner.add_vertex(
+            self, planner.unique_name(self.name), watermarks, self.local_parallelism
+        )
+        planner.connect(self, vertex, lambda edge, _: edge.isolated())
+
+
+class MergeTransform(Transform):
+    """`merge`: every item of both inputs, through one vertex."""
+
+    default_name = "merge"
+
+    def add_to_dag(self, planner: Planner) -> None:
+        identity = _Identity()
+        vertex = planner.add_vertex(
+            self, planner.unique_name(self.name), map_p(identity), self.local_parallelism
+        )
+        planner.connect(self, vertex)
+
+
+@dataclass(frozen=True)
+class _Identity:
+    def __call__(self, item: Any) -> Any:
+        return item
+
+
+class DistinctTransform(Transform):
+    """`distinct`: a local pre-filter, then a distributed one partitioned by the key."""
+
+    default_name = "distinct"
+
+    def __init__(self, upstream: Transform, key_fn: Callable[[Any], Any]) -> None:
+        super().__init__((upstream,), upstream.events)
+        self.key_fn = on_item(key_fn, upstream.events)
+
+    def add_to_dag(self, planner: Planner) -> None:
+        prefix = planner.unique_name(self.name, "-step")
+        first = planner.dag.new_vertex(
+            f"{prefix}1", distinct_p(self.key_fn), self.local_parallelism
+        )
+        planner.connect(self, first, lambda edge, _: edge.partitioned(self.key_fn, HASH_CODE))
+        second = planner.add_vertex(
+            self, f"{prefix}2", distinct_p(self.key_fn), self.local_parallelism
+        )
+        planner.dag.edge(Edge.between(first, second).distributed().partitioned(self.key_fn))
+
+
+class GroupTransform(Transform):
+    """`grouping_key(...).aggregate(...)` (and co-grouping): accumulate by key locally, combine
+    by key across members; one stage when the operation cannot combine."""
+
+    def __init__(
+        self,
+        upstream: Sequence[Transform],
+        key_fns: Sequence[Callable[[Any], Any]],
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[Any, Any], Any],
+    ) -> None:
+        super().__init__(upstream)
+        self.key_fns = [on_item(fn, t.events) for fn, t in zip(key_fns, upstream, strict=True)]
+        self.aggr_op = _on_items(aggr_op, upstream)
+        self.map_to_output_fn = map_to_output_fn
+        self.name = self.default_name = (
+            "group-and-aggregate"
+            if len(upstream) == 1
+            else f"{len(upstream)}-way cogroup-and-aggregate"
+        )
+
+    def add_to_dag(self, planner: Planner) -> None:
+        keys = self.key_fns
+        if self.aggr_op.combine_fn is None:
+            vertex = planner.add_vertex(
+                self,
+                planner.unique_name(self.name),
+                aggregate_by_key_p(keys, self.aggr_op, self.map_to_output_fn),
+                self.local_parallelism,
+            )
+            planner.connect(self, vertex, lambda e, i: e.distributed().partitioned(keys[i]))
+            return
+        prefix = planner.unique_name(self.name, "-step")
+        first = planner.dag.new_vertex(
+            f"{prefix}1", accumulate_by_key_p(keys, self.aggr_op), self.local_parallelism
+        )
+        planner.connect(self, first, lambda e, i: e.partitioned(keys[i], HASH_CODE))
+        second = planner.add_vertex(
+            self,
+            f"{prefix}2",
+            combine_by_key_p(self.aggr_op, self.map_to_output_fn),
+            self.local_parallelism,
+        )
+        planner.dag.edge(Edge.between(first, second).distributed().partitioned(entry_key))
+
+
+class AggregateTransform(Transform):
+    """`aggregate(...)` without a key: accumulate locally, combine on one processor. As in
+    Jet 0.7 (a group of one constant key), nothing is emitted when there were no items."""
+
+    def __init__(self, upstream: Sequence[Transform], aggr_op: AggregateOperation) -> None:
+        super().__init__(upstream)
+        self.aggr_op = _on_items(aggr_op, upstream)
+        self.name = self.default_name = (
+            "aggregate" if len(upstream) == 1 else f"{len(upstream)}-way co-aggregate"
+        )
+
+    def add_to_dag(self, planner: Planner) -> None:
+        keys = [_constant_key] * len(self.upstream)
+        if self.aggr_op.combine_fn is None:
+            supplier = aggregate_by_key_p(keys, self.aggr_op, _value_only)
+            vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, 1)
+            planner.connect(self, vertex, lambda edge, _: edge.distributed().all_to_one())
+            return
+        prefix = planner.unique_name(self.name, "-step")
+        first = planner.dag.new_vertex(
+            f"{prefix}1", accumulate_by_key_p(keys, self.aggr_op), self.local_parallelism
+        )
+        planner.connect(self, first)
+        second = planner.add_vertex(
+            self, f"{prefix}2", combine_by_key_p(self.aggr_op, _value_only), 1
+        )
+        planner.dag.edge(Edge.between(first, second).distributed().all_to_one())
+
+
+def _value_only(key: Any, value: Any) -> Any:
+    return value
+
+
+class RollingAggregateTransform(Transform):
+    """`rolling_aggregate`: keyed state updated and emitted per item."""
+
+    default_name = "rolling-aggregate"
+
+    def __init__(
+        self,
+        upstream: Transform,
+        key_fn: Callable[[Any], Any],
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[Any, Any], Any],
+    ) -> None:
+        super().__init__((upstream,), upstream.events)
+        self.key_fn = on_item(key_fn, upstream.events)
+        self.aggr_op = _on_items(aggr_op, [upstream])
+        self.output_fn = _RollingOutput(map_to_output_fn, upstream.events)
+
+    def add_to_dag(self, planner: Planner) -> None:
+        vertex = planner.add_vertex(
+            self,
+            planner.unique_name(self.name),
+            rolling_aggregate_p(self.key_fn, self.aggr_op, self.output_fn),
+            self.local_parallelism,
+        )
+        planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(self.key_fn))
+
+
+@dataclass(frozen=True)
+class _RollingOutput:
+    """`map_to_output_fn(key, result)`, re-stamped with the event's timestamp on events."""
+
+    map_to_output_fn: Callable[[Any, Any], Any]
+    events: bool
+
+    def __call__(self, item: Any, key: Any, result: Any) -> Any:
+        output = self.map_to_output_fn(key, result)
+        if not self.events or output is None:
+            return output
+        return JetEvent(item.timestamp, output)
+
+
+class WindowTransform(Transform):
+    """A windowed aggregation, grouped (`key_fns`) or not: sliding and tumbling windows by
+    frame in two stages (one when the operation cannot combine), session windows in one."""
+
+    def __init__(
+        self,
+        upstream: Sequence[Transform],
+        window: WindowDefinition,
+        key_fns: Sequence[Callable[[Any], Any]] | None,
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[int, int, Any, Any], Any],
+    ) -> None:
+        super().__init__(upstream)
+        self.window = window
+        self.grouped = key_fns is not None
+        fns = key_fns if key_fns is not None else [_constant_key] * len(upstream)
+        self.key_fns = [on_item(fn, t.events) for fn, t in zip(fns, upstream, strict=True)]
+        self.aggr_op = _on_items(aggr_op, upstream)
+        self.map_to_output_fn = map_to_output_fn
+        self.name = self.default_name = window.describe()
+
+    def watermark_frame_size(self) -> int:
+        return self.window.frame_size
+
+    def add_to_dag(self, planner: Planner) -> None:
+        keys, op, window = self.key_fns, self.aggr_op, self.window
+        timestamps = [event_timestamp] * len(keys)
+        parallelism = self.local_parallelism if self.grouped else 1
+
+        def spread(edge: Edge, ordinal: int) -> Any:
+            if self.grouped:
+                return edge.distributed().partitioned(keys[ordinal])
+            return edge.distributed().all_to_one()
+
+        if window.kind is WindowKind.SESSION:
+            supplier = aggregate_to_session_window_p(
+                window.session_timeout, timestamps, keys, op, self.map_to_output_fn
+            )
+            vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, parallelism)
+            planner.connect(self, vertex, spread)
+            return
+        policy = window.policy()
+        if op.combine_fn is None:
+            supplier = aggregate_to_sliding_window_p(
+                keys, timestamps, TimestampKind.EVENT, policy, op, self.map_to_output_fn
+            )
+            vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, parallelism)
+            planner.connect(self, vertex, spread)
+            return
+        prefix = planner.unique_name(self.name, "-step")
+        first = planner.dag.new_vertex(
+            f"{prefix}1",
+            accumulate_by_frame_p(keys, timestamps, TimestampKind.EVENT, policy, op),
+            self.local_parallelism,
+        )
+        second = planner.add_vertex(
+            self,
+            f"{prefix}2",
+            combine_to_sliding_window_p(policy, op, self.map_to_output_fn),
+            parallelism,
+        )
+        between = Edge.between(first, second).distributed()
+        if self.grouped:
+            planner.connect(self, first, lambda e, i: e.partitioned(keys[i], HASH_CODE))
+            planner.dag.edge(between.partitioned(entry_key))
+        else:
+            planner.connect(self, first)
+            planner.dag.edge(between.all_to_one())
+
+
+def _constant_key(item: Any) -> int:
+    return 0
+
+
+def timestamped_entry(start: int, end: int, key: Any, value: Any) -> TimestampedEntry:
+    """A grouped window's result as Jet gives it: the window's end, the key, the value."""
+    return TimestampedEntry(end, key, value)
+
+
+def timestamped_item(start: int, end: int, key: Any, value: Any) -> TimestampedItem:
+    """An ungrouped window's result as Jet gives it: the window's end and the value."""
+    return TimestampedItem(end, value)
+
+
+class HashJoinTransform(Transform):
+    """`hash_join` and its builder: every enriching input into a collector on each member over a
+    distributed broadcast edge, the collectors' tables into the joiner at a higher priority."""
+
+    def __init__(
+        self,
+        upstream: Sequence[Transform],
+        clauses: Sequence[Any],
+        output_fn: Callable[[Any, list[Any]], Any],
+    ) -> None:
+        primary = upstream[0]
+        super().__init__(upstream, primary.events)
+        self.clauses = list(clauses)
+        self.key_fns = [on_item(clause.left_key_fn, primary.events) for clause in clauses]
+        self.output_fn = _JoinOutput(output_fn, primary.events)
+        self.name = self.default_name = f"{len(upstream)}-way hash-join"
+
+    def add_to_dag(self, planner: Planner) -> None:
+        prefix = planner.unique_name(self.name)
+        joiner = planner.add_vertex(
+            self,
+            f"{prefix}-joiner",
+            hash_join_p(self.key_fns, self.output_fn),
+            self.local_parallelism,
+        )
+        planner.dag.edge(planner.edge_from(self.upstream[0]).to(joiner, 0))
+        for ordinal, (enriching, clause) in enumerate(
+            zip(self.upstream[1:], self.clauses, strict=True), start=1
+        ):
+            right_key = on_item(clause.right_key_fn, enriching.events)
+            project = on_item(clause.right_project_fn, enriching.events)
+            collector = planner.dag.new_vertex(
+                f"{prefix}-collector{ordinal}", hash_join_collect_p(right_key, project), 1
+            )
+            planner.dag.edge(
+                planner.edge_from(enriching).to(collector, 0).distributed().broadcast()
+            )
+            planner.dag.edge(Edge.from_(collector).to(joiner, ordinal).broadcast().priority(-1))
+
+
+@dataclass(frozen=True)
+class _JoinOutput:
+    """`output_fn(item, looked_up)` on the payload, re-stamped on events."""
+
+    output_fn: Callable[[Any, list[Any]], Any]
+    events: bool
+
+    def __call__(self, item: Any, looked_up: list[Any]) -> Any:
+        if not self.events:
+            return self.output_fn(item, looked_up)
+        output = self.output_fn(item.item, looked_up)
+        return None if output is None else JetEvent(item.timestamp, output)
+
+
+class CustomTransform(Transform):
+    """A vertex of a given processor supplier: `custom_transform(name, supplier)` (fed the
+    payloads), and the context lookups (fed events on timestamped stages). With a
+    `partition_key`, its input is partitioned by it across members."""
+
+    def __init__(
+        self,
+        upstream: Transform,
+        name: str,
+        supplier: Any,
+        events: bool = False,
+        partition_key: Callable[[Any], Any] | None = None,
+    ) -> None:
+        super().__init__((upstream,), events)
+        self.name = self.default_name = name
+        self.supplier = supplier
+        self.partition_key = partition_key
+
+    def add_to_dag(self, planner: Planner) -> None:
+        vertex = planner.add_vertex(
+            self, planner.unique_name(self.name), self.supplier, self.local_parallelism
+        )
+        key = self.partition_key
+        if key is None:
+            planner.connect(self, vertex)
+        else:
+            planner.connect(self, vertex, lambda edge, _: edge.distributed().partitioned(key))
+
+
+class SinkTransform(Transform):
+    """`drain_to(sink)`: the sink's vertex, fed the payloads."""
+
+    def __init__(self, upstream: Sequence[Transform], sink: Sink) -> None:
+        super().__init__(upstream)
+        self.sink = sink
+        self.name = self.default_name = sink.name
+        self.local_parallelism = sink.local_parallelism
+
+    def add_to_dag(self, planner: Planner) -> None:
+        vertex = planner.add_vertex(
+            self, planner.unique_name(self.name), self.sink.supplier, self.local_parallelism
+        )
+        planner.connect(self, vertex)
+
+
+def _on_items(aggr_op: AggregateOperation, upstream: Sequence[Transform]) -> AggregateOperation:
+    """`aggr_op` accumulating each input's payloads (a JetEvent's item on timestamped inputs)."""
+    if not any(t.events for t in upstream):
+        return aggr_op
+    fns = [
+        _AccumulatePayload(aggr_op.accumulate_fn(ordinal))
+        if t.events
+        else aggr_op.accumulate_fn(ordinal)
+        for ordinal, t in enumerate(upstream)
+    ]
+    per_ordinal = PerOrdinal(fns[0] if len(fns) == 1 else fns, "accumulate fn")
+    return replace(aggr_op, accumulate_fns=per_ordinal)
+
+
+@dataclass(frozen=True)
+class _AccumulatePayload:
+    accumulate_fn: Callable[[Any, Any], Any]
+
+    def __call__(self, acc: Any, event: JetEvent) -> Any:
+        return self.accumulate_fn(acc, event.item)
