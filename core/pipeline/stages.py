@@ -223,6 +223,22 @@ class ComputeStage(Stage):
         clauses = [clause for _, clause in pairs]
         return self._then(HashJoinTransform(upstream, clauses, output_fn))
 
+    def add_timestamps(self, timestamp_fn: Callable[[Any], int], allowed_lag: int) -> StreamStage:
+        """Gives each item the event timestamp `timestamp_fn(item)` and inserts watermarks that
+        let items lag up to `allowed_lag` behind the highest timestamp; windows need it. On a
+        batch stage (as in Jet 0.7) the result is a stream stage that ends with its source, its
+        last windows emitted then."""
+        _check_callable(timestamp_fn, "add_timestamps", self.name)
+        if not isinstance(allowed_lag, int) or allowed_lag < 0:
+            raise ValueError(
+                f"stage '{self.name}': allowed_lag must be an int >= 0, got {allowed_lag!r}"
+            )
+        stamped = StatelessTransform(self.transform, Step("stamp", timestamp_fn), "stamp")
+        self.pipeline.register(stamped)
+        timestamped = TimestampTransform(stamped, allowed_lag)
+        self.pipeline.register(timestamped)
+        return StreamStage(self.pipeline, timestamped)
+
     def custom_transform(self, name: str, processor_supplier: Any) -> Any:
         """A vertex running any Core API processor on this stage's items (as the user sees
         them: a timestamped stream's processor gets the items, not the events)."""
@@ -314,20 +330,6 @@ class StreamStage(ComputeStage):
     """A stage of an unbounded stream: `Pipeline.draw_from(unbounded source)` and what follows."""
 
     bounded = False
-
-    def add_timestamps(self, timestamp_fn: Callable[[Any], int], allowed_lag: int) -> StreamStage:
-        """Gives each item the event timestamp `timestamp_fn(item)` and inserts watermarks that
-        let items lag up to `allowed_lag` behind the highest timestamp; windows need it."""
-        _check_callable(timestamp_fn, "add_timestamps", self.name)
-        if not isinstance(allowed_lag, int) or allowed_lag < 0:
-            raise ValueError(
-                f"stage '{self.name}': allowed_lag must be an int >= 0, got {allowed_lag!r}"
-            )
-        stamped = StatelessTransform(self.transform, Step("stamp", timestamp_fn), "stamp")
-        self.pipeline.register(stamped)
-        return self.__class__(self.pipeline, stamped)._then(
-            TimestampTransform(stamped, allowed_lag)
-        )
 
     def grouping_key(self, key_fn: Callable[[Any], Any]) -> StreamStageWithKey:
         """This stage grouped by `key_fn(item)`, for keyed operations and windows."""
