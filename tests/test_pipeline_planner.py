@@ -187,7 +187,7 @@ def test_one_sink_object_drains_one_stage() -> None:
 def test_a_stream_cannot_aggregate_without_a_window() -> None:
     p = Pipeline.create()
     stream = p.draw_from(Sources.stream_journal("events")).set_name("ticks")
-    with pytest.raises(DagValidationError, match="'ticks'.*needs a window"):
+    with pytest.raises(DagValidationError, match=r"'ticks'.*needs a window"):
         stream.aggregate(counting())
     with pytest.raises(DagValidationError, match="needs a window"):
         stream.grouping_key(_first).aggregate(counting())
@@ -353,9 +353,7 @@ def test_hash_join_builder_and_context_lookups(engine: LocalEngine) -> None:
 def test_a_built_batch_source_and_sink(engine: LocalEngine) -> None:
     received: list[Any] = []
     source = (
-        SourceBuilder.batch("countdown", lambda context: [3])
-        .fill_buffer_fn(_count_down)
-        .build()
+        SourceBuilder.batch("countdown", lambda context: [3]).fill_buffer_fn(_count_down).build()
     )
     sink = Sinks.builder(lambda context: received).on_receive_fn(list.append).build()
     p = Pipeline.create()

@@ -54,10 +54,19 @@ MODE = ExecutionMode.AUTO
 """The execution mode `guaranteed()` asks for: set by the `engine` fixture per test."""
 
 
-@pytest.fixture(params=["local", "micro_batch", "continuous"])
+ENGINES = ["local", "micro_batch", "continuous"]
+
+
+@pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
     """LocalEngine(2) with a ticking snapshot clock, or SparkEngine on the session's local[2]
     in one of its streaming modes."""
+    return engine_for(request, monkeypatch)
+
+
+def engine_for(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The engine of the `engine` fixture for `request.param` (one of ENGINES); on Spark it
+    also sets the MODE that `guaranteed()` asks for (other suites share it)."""
     if request.param == "local":
         return LocalEngine(2, snapshot_clock=jobs.TickClock())
     from jetspark.core.spark import SparkEngine
