@@ -99,7 +99,9 @@ def test_an_ungrouped_aggregate_combines_on_one_processor() -> None:
     assert dag.get_vertex("aggregate-step2").get_local_parallelism() == 1
 
 
-def test_a_sliding_window_is_split_by_frame() -> None:
+def test_a_sliding_window_is_split_by_frame_as_a_hand_built_dag() -> None:
+    """add_timestamps read by the window only: items stay plain, the window computes their
+    timestamps, and the watermarks are inserted beside the source (an isolated edge)."""
     p = Pipeline.create()
     (
         p.draw_from(Sources.journal("events"))
@@ -110,11 +112,29 @@ def test_a_sliding_window_is_split_by_frame() -> None:
         .drain_to(Sinks.list("windows"))
     )
     assert shape(p) == [
-        ("journalSource(events)", "stamp", "UNICAST", False, 0),
-        ("stamp", "add-timestamps", "ISOLATED", False, 0),
+        ("journalSource(events)", "add-timestamps", "ISOLATED", False, 0),
         ("add-timestamps", "sliding-window-step1", "PARTITIONED", False, 0),
         ("sliding-window-step1", "sliding-window-step2", "PARTITIONED", True, 0),
         ("sliding-window-step2", "listSink(windows)", "UNICAST", False, 0),
+    ]
+
+
+def test_stages_after_add_timestamps_get_events_stamped_beside_the_source() -> None:
+    p = Pipeline.create()
+    (
+        p.draw_from(Sources.journal("events"))
+        .add_timestamps(_first, 0)
+        .map(_second)
+        .filter(bool)
+        .window(WindowDefinition.tumbling(10))
+        .aggregate(counting())
+        .drain_to(Sinks.list("windows"))
+    )
+    assert shape(p)[:4] == [
+        ("journalSource(events)", "add-timestamps-stamp", "ISOLATED", False, 0),
+        ("add-timestamps-stamp", "add-timestamps", "ISOLATED", False, 0),
+        ("add-timestamps", "fused(map, filter)", "UNICAST", False, 0),
+        ("fused(map, filter)", "tumbling-window-step1", "UNICAST", False, 0),
     ]
 
 
@@ -165,6 +185,20 @@ def test_set_name_and_set_local_parallelism_reach_the_vertex() -> None:
     )
     dag = p.to_dag()
     assert dag.get_vertex("count words-step2").get_local_parallelism() == 3
+
+
+def test_explain_names_every_vertex_and_edge() -> None:
+    p = Pipeline.create("words")
+    p.draw_from(Sources.list("text")).map(str.upper).drain_to(Sinks.list("out"))
+    assert p.explain().splitlines() == [
+        "pipeline words planned to 3 vertices:",
+        "  listSource(text) (local parallelism default)",
+        "  map (local parallelism default)",
+        "  listSink(out) (local parallelism default)",
+        "edges:",
+        "  listSource(text):0 -> map:0 (unicast, local)",
+        "  map:0 -> listSink(out):0 (unicast, local)",
+    ]
 
 
 def test_a_stage_that_reaches_no_sink_is_named() -> None:

@@ -17,7 +17,8 @@ FlatMapFn = Callable[[Any], Iterable[Any] | None]
 @dataclass(frozen=True)
 class Step:
     """One stateless stage: `kind` is "map", "filter", "flat_map", "peek", "stamp" (wrap each
-    item with `fn(item)` as its timestamp) or "unwrap" (a JetEvent's item); `fn` the function."""
+    item with `fn(item)` as its timestamp) or "unwrap" (a JetEvent's item; `fn`, the identity,
+    where the items are plain); `fn` the function."""
 
     kind: str
     fn: Callable[[Any], Any]
@@ -59,7 +60,7 @@ def _adapted(step: Step, events: bool) -> tuple[bool, Callable[[Any], Any]]:
     if kind == "stamp":
         return False, _StampEvent(fn) if events else _Stamp(fn)
     if kind == "unwrap":
-        return False, unwrap
+        return False, unwrap if events else fn
     if kind == "flat_map":
         return True, _EventFlatMap(fn) if events else fn
     if kind == "filter":

@@ -63,19 +63,21 @@ class Pipeline:
         return dag
 
     def explain(self) -> str:
-        """The planned DAG as text: each vertex with its local parallelism, then each edge."""
+        """The planned DAG as text: each vertex with its local parallelism, then each edge
+        with its ends, routing and priority."""
         dag = self.to_dag()
-        lines = [
-            f"pipeline {self.name or ''}planned to {len(dag.vertices())} vertices:".replace(
-                "  ", " "
-            )
-        ]
+        title = f"pipeline {self.name}" if self.name else "pipeline"
+        lines = [f"{title} planned to {len(dag.vertices())} vertices:"]
         for vertex in dag.vertices():
             parallelism = vertex.get_local_parallelism()
             shown = "default" if parallelism == -1 else str(parallelism)
             lines.append(f"  {vertex.name} (local parallelism {shown})")
         lines.append("edges:")
-        lines.extend(f"  {edge.describe()}" for edge in dag.edges())
+        lines.extend(
+            f"  {edge.source_name}:{edge.source_ordinal} -> {edge.dest_name}:{edge.dest_ordinal}"
+            f" ({edge.describe()})"
+            for edge in dag.edges()
+        )
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -9,9 +9,15 @@ from typing import Any
 
 from jetspark.core.dag import DAG, Vertex
 from jetspark.core.errors import DagValidationError
-from jetspark.core.pipeline.fusion import fuse
-from jetspark.core.pipeline.transforms import SinkTransform, StatelessTransform, Transform
+from jetspark.core.pipeline.fusion import fuse, on_item
+from jetspark.core.pipeline.transforms import (
+    SinkTransform,
+    StatelessTransform,
+    Transform,
+    accumulating_payloads,
+)
 from jetspark.edges import Edge
+from jetspark.processors.aggregate import AggregateOperation
 from jetspark.processors.transforms import flat_map_p, map_p
 from jetspark.processors.windowing import (
     WatermarkEmissionPolicy,
@@ -35,6 +41,7 @@ class Planner:
         self._next_ordinal: dict[str, int] = {}
         self._names: set[str] = set()
         self._downstream = _downstream_of(transforms)
+        self._events: dict[Transform, bool] = {}
         frame = math.gcd(*(t.watermark_frame_size() for t in transforms))
         self.emission_policy: WatermarkEmissionPolicy = (
             emit_by_frame(tumbling_window_policy(frame)) if frame else no_throttling()
@@ -48,6 +55,33 @@ class Planner:
             if transform not in self._outputs:
                 transform.add_to_dag(self)
         return self.dag
+
+    def events(self, transform: Transform) -> bool:
+        """Whether the items of `transform` travel as JetEvents (decided once per transform)."""
+        known = self._events.get(transform)
+        if known is None:
+            known = self._events[transform] = transform.emits_events(self)
+        return known
+
+    def downstream(self, transform: Transform) -> list[Transform]:
+        """The transforms that read `transform`'s output."""
+        return self._downstream[transform]
+
+    def vertex_of(self, transform: Transform) -> Vertex:
+        """The vertex emitting `transform`'s output (planned already)."""
+        return self._outputs[transform]
+
+    def on_items(
+        self, fns: list[Callable[[Any], Any]], upstream: list[Transform]
+    ) -> list[Callable[[Any], Any]]:
+        """`fns[i]` applied to what the user sees of an item of `upstream[i]`."""
+        return [on_item(fn, self.events(t)) for fn, t in zip(fns, upstream, strict=True)]
+
+    def accumulating_items(
+        self, aggr_op: AggregateOperation, upstream: list[Transform]
+    ) -> AggregateOperation:
+        """`aggr_op` accumulating what the user sees of the items of each input."""
+        return accumulating_payloads(aggr_op, [self.events(t) for t in upstream])
 
     def unique_name(self, proposed: str, suffix: str = "") -> str:
         """`proposed` + `suffix`, or with -2, -3... before the suffix if taken (Jet's rule)."""
@@ -86,11 +120,10 @@ class Planner:
                 configure(edge, ordinal)
             self.dag.edge(edge)
 
-    def add_fused_chain(self, last: StatelessTransform) -> None:
-        """One vertex for `last` and the stateless transforms before it that feed nothing else
-        (and share its local parallelism): they are planned together, so this is called for
-        the first of them."""
-        chain = [last]
+    def add_fused_chain(self, first: StatelessTransform) -> None:
+        """One vertex for `first` and the stateless transforms after it that each read only
+        the one before, which reads nothing else, at the same local parallelism."""
+        chain = [first]
         while True:
             following = self._downstream.get(chain[-1], [])
             if len(following) != 1:
@@ -98,16 +131,16 @@ class Planner:
             candidate = following[0]
             if not (
                 isinstance(candidate, StatelessTransform)
-                and candidate.local_parallelism == last.local_parallelism
+                and candidate.local_parallelism == first.local_parallelism
             ):
                 break
             chain.append(candidate)
-        kind, fn = fuse([t.step for t in chain], chain[0].upstream[0].events)
+        kind, fn = fuse([t.step for t in chain], self.events(first.upstream[0]))
         supplier = map_p(fn) if kind == "map" else flat_map_p(fn)
         names = [t.name for t in chain]
         name = names[0] if len(names) == 1 else f"fused({', '.join(names)})"
-        vertex = self.dag.new_vertex(self.unique_name(name), supplier, last.local_parallelism)
-        self.connect(chain[0], vertex)
+        vertex = self.dag.new_vertex(self.unique_name(name), supplier, first.local_parallelism)
+        self.connect(first, vertex)
         for transform in chain:
             self._outputs[transform] = vertex
 

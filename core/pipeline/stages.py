@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 from jetspark.core.context import vertex_logger
 from jetspark.core.errors import DagValidationError
 from jetspark.core.pipeline.connectors import Sink
-from jetspark.core.pipeline.fusion import Step, on_item
+from jetspark.core.pipeline.fusion import Step
 from jetspark.core.pipeline.items import ItemsByTag, Tag
 from jetspark.core.pipeline.joins import JoinClause
 from jetspark.core.pipeline.transforms import (
     AggregateTransform,
+    ContextTransform,
     CustomTransform,
     DistinctTransform,
     GroupTransform,
@@ -31,13 +32,8 @@ from jetspark.core.pipeline.transforms import (
 )
 from jetspark.core.pipeline.windows import WindowDefinition
 from jetspark.processors.aggregate import AggregateOperation, co_aggregate, pick_any
-from jetspark.processors.events import JetEvent
 from jetspark.processors.functions import entry, whole_item
-from jetspark.processors.transforms import (
-    ContextFactory,
-    flat_map_using_context_p,
-    map_using_context_p,
-)
+from jetspark.processors.transforms import ContextFactory
 
 if TYPE_CHECKING:
     from jetspark.core.pipeline.pipeline import Pipeline
@@ -120,12 +116,12 @@ class ComputeStage(Stage):
                 f"stage '{self.name}': merge() takes a {type(self).__name__}, got "
                 f"{type(other).__name__} '{other.name}'"
             )
-        if other.transform.events != self.transform.events:
+        if other.transform.timestamped != self.transform.timestamped:
             raise DagValidationError(
                 f"stage '{self.name}': merge() needs both stages timestamped or neither "
-                f"('{other.name}' is {'' if other.transform.events else 'not '}timestamped)"
+                f"('{other.name}' is {'' if other.transform.timestamped else 'not '}timestamped)"
             )
-        transform = MergeTransform((self.transform, other.transform), self.transform.events)
+        transform = MergeTransform((self.transform, other.transform), self.transform.timestamped)
         return self._then(transform)
 
     def distinct(self) -> Any:
@@ -166,14 +162,8 @@ class ComputeStage(Stage):
                 f"(ContextFactory.with_create_fn(fn)), got {type(factory).__name__}"
             )
         _check_callable(fn, name, self.name)
-        events = self.transform.events
-        bound = _ContextFn(kind, fn, events, key_fn)
-        if kind == "flat_map":
-            supplier = flat_map_using_context_p(factory, bound)
-        else:
-            supplier = map_using_context_p(factory, bound)
-        key = None if key_fn is None else on_item(key_fn, events)
-        return self._then(CustomTransform(self.transform, name, supplier, events, key))
+        transform = ContextTransform(self.transform, name, factory, kind, fn, key_fn)
+        return self._then(transform)
 
     def hash_join(
         self,
@@ -233,9 +223,7 @@ class ComputeStage(Stage):
             raise ValueError(
                 f"stage '{self.name}': allowed_lag must be an int >= 0, got {allowed_lag!r}"
             )
-        stamped = StatelessTransform(self.transform, Step("stamp", timestamp_fn), "stamp")
-        self.pipeline.register(stamped)
-        timestamped = TimestampTransform(stamped, allowed_lag)
+        timestamped = TimestampTransform(self.transform, timestamp_fn, allowed_lag)
         self.pipeline.register(timestamped)
         return StreamStage(self.pipeline, timestamped)
 
@@ -258,7 +246,7 @@ class ComputeStage(Stage):
 
     def _payloads(self) -> Transform:
         """This stage's transform, followed by an unwrapping step when its items are events."""
-        if not self.transform.events:
+        if not self.transform.timestamped:
             return self.transform
         unwrap = StatelessTransform(self.transform, Step("unwrap", whole_item), "unwrap")
         unwrap.local_parallelism = self.transform.local_parallelism
@@ -673,7 +661,7 @@ def _check_window(stage: Any, window: WindowDefinition) -> None:
             f"stage '{stage.name}': window() applies to stream stages; a batch stage "
             "aggregates without one"
         )
-    if not stage.transform.events:
+    if not stage.transform.timestamped:
         raise DagValidationError(
             f"stage '{stage.name}': a window needs event timestamps: call "
             "add_timestamps(timestamp_fn, allowed_lag) before window(...)"
@@ -844,26 +832,3 @@ class _Peek:
         if logger.isEnabledFor(20):
             logger.info("Output forwarded: %s", self.to_string(item))
         return item
-
-
-@dataclass(frozen=True)
-class _ContextFn:
-    """A user's `fn(ctx, item)` (or `fn(ctx, key, item)` when keyed) as the processor's
-    `fn(ctx, item)`, on payloads, results re-stamped on events; filter as a map to the item."""
-
-    kind: str
-    fn: Callable[..., Any]
-    events: bool
-    key_fn: Callable[[Any], Any] | None
-
-    def __call__(self, ctx: Any, item: Any) -> Any:
-        payload = item.item if self.events else item
-        args = (ctx, payload) if self.key_fn is None else (ctx, self.key_fn(payload), payload)
-        result = self.fn(*args)
-        if self.kind == "filter":
-            return item if result else None
-        if not self.events or result is None:
-            return result
-        if self.kind == "flat_map":
-            return [JetEvent(item.timestamp, r) for r in result if r is not None]
-        return JetEvent(item.timestamp, result)

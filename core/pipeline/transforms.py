@@ -1,6 +1,13 @@
 """The transforms behind pipeline stages, each adding its vertices and edges to the planned DAG
 as Jet's planner does (the diagrams are Jet 0.7's): two-stage aggregation where the operation
-can combine, windows accumulated by frame, hash joins over broadcast collectors."""
+can combine, windows accumulated by frame, hash joins over broadcast collectors.
+
+A transform is `timestamped` when its items have event timestamps (after `add_timestamps` or
+a timestamped source). Whether they travel as JetEvents is the planner's choice
+(`planner.events(transform)`): the output of `add_timestamps` read by windows only stays plain
+items, each window computing the timestamp itself, as a hand-built DAG would. Every transform
+adapts the user's functions to the form of its inputs when it is planned.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +38,12 @@ from jetspark.processors.sliding_window import (
     aggregate_to_sliding_window_p,
     combine_to_sliding_window_p,
 )
-from jetspark.processors.transforms import map_p
+from jetspark.processors.transforms import (
+    ContextFactory,
+    flat_map_using_context_p,
+    map_p,
+    map_using_context_p,
+)
 from jetspark.processors.windowing import TimestampKind, limiting_lag
 
 if TYPE_CHECKING:
@@ -40,19 +52,24 @@ if TYPE_CHECKING:
 
 class Transform:
     """One stage's computation: its inputs (`upstream`), a default name and parallelism, and
-    how it is planned (`add_to_dag`). `events` says whether its items are JetEvents."""
+    how it is planned (`add_to_dag`)."""
 
     default_name = "transform"
 
-    def __init__(self, upstream: Sequence[Transform], events: bool = False) -> None:
+    def __init__(self, upstream: Sequence[Transform], timestamped: bool = False) -> None:
         self.upstream = list(upstream)
         self.name = self.default_name
         self.local_parallelism = -1
-        self.events = events
+        self.timestamped = timestamped
 
     def add_to_dag(self, planner: Planner) -> None:
         """Adds this transform's vertices and inbound edges; the planner records its output."""
         raise NotImplementedError
+
+    def emits_events(self, planner: Planner) -> bool:
+        """Whether this transform's items leave it as JetEvents (by default: as its first
+        input's; transforms whose output has no timestamps override it)."""
+        return planner.events(self.upstream[0]) if self.upstream else False
 
     def watermark_frame_size(self) -> int:
         """The frame size this transform emits windows at (0: none): the planner throttles
@@ -65,13 +82,16 @@ class Transform:
 
 class SourceTransform(Transform):
     """A source vertex; a timestamped source's items are JetEvents, and a vertex inserting
-    watermarks follows it (on the same member: an isolated edge)."""
+    watermarks follows it on the same member."""
 
     def __init__(self, source: Source) -> None:
-        super().__init__((), events=source.timestamped)
+        super().__init__((), timestamped=source.timestamped)
         self.source = source
         self.name = source.name
         self.local_parallelism = source.local_parallelism
+
+    def emits_events(self, planner: Planner) -> bool:
+        return self.source.timestamped
 
     def add_to_dag(self, planner: Planner) -> None:
         vertex = planner.add_vertex(self, self.name, self.source.supplier, self.local_parallelism)
@@ -84,42 +104,81 @@ class SourceTransform(Transform):
                 event_timestamp, limiting_lag(self.source.allowed_lag), planner.emission_policy
             )
             inserter = planner.add_vertex(
-                self, planner.unique_name(f"{self.name}-timestamps"), watermarks, -1
+                self,
+                planner.unique_name(f"{self.name}-watermarks"),
+                watermarks,
+                self.local_parallelism,
             )
             planner.dag.edge(Edge.between(vertex, inserter).isolated())
 
 
 class StatelessTransform(Transform):
-    """map, filter, flat_map or peek: planned as one fused vertex with its chain."""
+    """map, filter, flat_map, peek or unwrap: planned as one fused vertex with its chain."""
 
     def __init__(self, upstream: Transform, step: Step, name: str) -> None:
-        super().__init__((upstream,), output_is_events([step], upstream.events))
+        super().__init__((upstream,), upstream.timestamped and step.kind != "unwrap")
         self.step = step
         self.default_name = name
         self.name = name
+
+    def emits_events(self, planner: Planner) -> bool:
+        return output_is_events([self.step], planner.events(self.upstream[0]))
 
     def add_to_dag(self, planner: Planner) -> None:
         planner.add_fused_chain(self)
 
 
 class TimestampTransform(Transform):
-    """`add_timestamps`: inserts watermarks into a stream of JetEvents (a "stamp" step before
-    it wraps the items, fused with the stateless stages before it)."""
+    """`add_timestamps`: watermarks by `timestamp_fn` with `lag`. Read by windows only, the
+    items stay plain; otherwise each is wrapped in a JetEvent first."""
 
     default_name = "add-timestamps"
 
-    def __init__(self, upstream: Transform, lag: int) -> None:
-        super().__init__((upstream,), events=True)
+    def __init__(self, upstream: Transform, timestamp_fn: Callable[[Any], int], lag: int) -> None:
+        super().__init__((upstream,), timestamped=True)
+        self.timestamp_fn = timestamp_fn
         self.lag = lag
 
+    def emits_events(self, planner: Planner) -> bool:
+        return planner.events(self.upstream[0]) or not all(
+            isinstance(t, WindowTransform) for t in planner.downstream(self)
+        )
+
     def add_to_dag(self, planner: Planner) -> None:
+        name = planner.unique_name(self.name)
+        parallelism = self.local_parallelism
+        if parallelism == -1:  # one watermark processor per upstream processor
+            parallelism = planner.vertex_of(self.upstream[0]).get_local_parallelism()
+        timestamp = on_item(self.timestamp_fn, planner.events(self.upstream[0]))
+        if not planner.events(self):
+            watermarks = insert_watermarks_p(
+                timestamp, limiting_lag(self.lag), planner.emission_policy
+            )
+            vertex = planner.add_vertex(self, name, watermarks, parallelism)
+            planner.connect(self, vertex, lambda edge, _: edge.isolated())
+            return
+        stamp = planner.dag.new_vertex(f"{name}-stamp", map_p(_Stamp(timestamp)), parallelism)
+        planner.connect(self, stamp, lambda edge, _: edge.isolated())
         watermarks = insert_watermarks_p(
             event_timestamp, limiting_lag(self.lag), planner.emission_policy
         )
-        vertex = planner.add_vertex(
-            self, planner.unique_name(self.name), watermarks, self.local_parallelism
-        )
-        planner.connect(self, vertex, lambda edge, _: edge.isolated())
+        vertex = planner.add_vertex(self, name, watermarks, parallelism)
+        planner.dag.edge(Edge.between(stamp, vertex).isolated())
+
+    def window_timestamp_fn(self, planner: Planner) -> Callable[[Any], int]:
+        """The timestamp of one of this transform's output items, for a window reading it."""
+        return event_timestamp if planner.events(self) else self.timestamp_fn
+
+
+@dataclass(frozen=True)
+class _Stamp:
+    """Wraps an item (or a JetEvent's item) with its timestamp `timestamp_fn(item)`."""
+
+    timestamp_fn: Callable[[Any], int]
+
+    def __call__(self, item: Any) -> JetEvent:
+        payload = item.item if type(item) is JetEvent else item
+        return JetEvent(self.timestamp_fn(item), payload)
 
 
 class MergeTransform(Transform):
@@ -128,17 +187,14 @@ class MergeTransform(Transform):
     default_name = "merge"
 
     def add_to_dag(self, planner: Planner) -> None:
-        identity = _Identity()
         vertex = planner.add_vertex(
-            self, planner.unique_name(self.name), map_p(identity), self.local_parallelism
+            self, planner.unique_name(self.name), map_p(_identity), self.local_parallelism
         )
         planner.connect(self, vertex)
 
 
-@dataclass(frozen=True)
-class _Identity:
-    def __call__(self, item: Any) -> Any:
-        return item
+def _identity(item: Any) -> Any:
+    return item
 
 
 class DistinctTransform(Transform):
@@ -147,19 +203,16 @@ class DistinctTransform(Transform):
     default_name = "distinct"
 
     def __init__(self, upstream: Transform, key_fn: Callable[[Any], Any]) -> None:
-        super().__init__((upstream,), upstream.events)
-        self.key_fn = on_item(key_fn, upstream.events)
+        super().__init__((upstream,), upstream.timestamped)
+        self.key_fn = key_fn
 
     def add_to_dag(self, planner: Planner) -> None:
+        key = on_item(self.key_fn, planner.events(self.upstream[0]))
         prefix = planner.unique_name(self.name, "-step")
-        first = planner.dag.new_vertex(
-            f"{prefix}1", distinct_p(self.key_fn), self.local_parallelism
-        )
-        planner.connect(self, first, lambda edge, _: edge.partitioned(self.key_fn, HASH_CODE))
-        second = planner.add_vertex(
-            self, f"{prefix}2", distinct_p(self.key_fn), self.local_parallelism
-        )
-        planner.dag.edge(Edge.between(first, second).distributed().partitioned(self.key_fn))
+        first = planner.dag.new_vertex(f"{prefix}1", distinct_p(key), self.local_parallelism)
+        planner.connect(self, first, lambda edge, _: edge.partitioned(key, HASH_CODE))
+        second = planner.add_vertex(self, f"{prefix}2", distinct_p(key), self.local_parallelism)
+        planner.dag.edge(Edge.between(first, second).distributed().partitioned(key))
 
 
 class GroupTransform(Transform):
@@ -174,8 +227,8 @@ class GroupTransform(Transform):
         map_to_output_fn: Callable[[Any, Any], Any],
     ) -> None:
         super().__init__(upstream)
-        self.key_fns = [on_item(fn, t.events) for fn, t in zip(key_fns, upstream, strict=True)]
-        self.aggr_op = _on_items(aggr_op, upstream)
+        self.key_fns = list(key_fns)
+        self.aggr_op = aggr_op
         self.map_to_output_fn = map_to_output_fn
         self.name = self.default_name = (
             "group-and-aggregate"
@@ -183,26 +236,30 @@ class GroupTransform(Transform):
             else f"{len(upstream)}-way cogroup-and-aggregate"
         )
 
+    def emits_events(self, planner: Planner) -> bool:
+        return False
+
     def add_to_dag(self, planner: Planner) -> None:
-        keys = self.key_fns
-        if self.aggr_op.combine_fn is None:
+        keys = planner.on_items(self.key_fns, self.upstream)
+        op = planner.accumulating_items(self.aggr_op, self.upstream)
+        if op.combine_fn is None:
             vertex = planner.add_vertex(
                 self,
                 planner.unique_name(self.name),
-                aggregate_by_key_p(keys, self.aggr_op, self.map_to_output_fn),
+                aggregate_by_key_p(keys, op, self.map_to_output_fn),
                 self.local_parallelism,
             )
             planner.connect(self, vertex, lambda e, i: e.distributed().partitioned(keys[i]))
             return
         prefix = planner.unique_name(self.name, "-step")
         first = planner.dag.new_vertex(
-            f"{prefix}1", accumulate_by_key_p(keys, self.aggr_op), self.local_parallelism
+            f"{prefix}1", accumulate_by_key_p(keys, op), self.local_parallelism
         )
         planner.connect(self, first, lambda e, i: e.partitioned(keys[i], HASH_CODE))
         second = planner.add_vertex(
             self,
             f"{prefix}2",
-            combine_by_key_p(self.aggr_op, self.map_to_output_fn),
+            combine_by_key_p(op, self.map_to_output_fn),
             self.local_parallelism,
         )
         planner.dag.edge(Edge.between(first, second).distributed().partitioned(entry_key))
@@ -214,26 +271,28 @@ class AggregateTransform(Transform):
 
     def __init__(self, upstream: Sequence[Transform], aggr_op: AggregateOperation) -> None:
         super().__init__(upstream)
-        self.aggr_op = _on_items(aggr_op, upstream)
+        self.aggr_op = aggr_op
         self.name = self.default_name = (
             "aggregate" if len(upstream) == 1 else f"{len(upstream)}-way co-aggregate"
         )
 
+    def emits_events(self, planner: Planner) -> bool:
+        return False
+
     def add_to_dag(self, planner: Planner) -> None:
         keys = [_constant_key] * len(self.upstream)
-        if self.aggr_op.combine_fn is None:
-            supplier = aggregate_by_key_p(keys, self.aggr_op, _value_only)
+        op = planner.accumulating_items(self.aggr_op, self.upstream)
+        if op.combine_fn is None:
+            supplier = aggregate_by_key_p(keys, op, _value_only)
             vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, 1)
             planner.connect(self, vertex, lambda edge, _: edge.distributed().all_to_one())
             return
         prefix = planner.unique_name(self.name, "-step")
         first = planner.dag.new_vertex(
-            f"{prefix}1", accumulate_by_key_p(keys, self.aggr_op), self.local_parallelism
+            f"{prefix}1", accumulate_by_key_p(keys, op), self.local_parallelism
         )
         planner.connect(self, first)
-        second = planner.add_vertex(
-            self, f"{prefix}2", combine_by_key_p(self.aggr_op, _value_only), 1
-        )
+        second = planner.add_vertex(self, f"{prefix}2", combine_by_key_p(op, _value_only), 1)
         planner.dag.edge(Edge.between(first, second).distributed().all_to_one())
 
 
@@ -253,19 +312,23 @@ class RollingAggregateTransform(Transform):
         aggr_op: AggregateOperation,
         map_to_output_fn: Callable[[Any, Any], Any],
     ) -> None:
-        super().__init__((upstream,), upstream.events)
-        self.key_fn = on_item(key_fn, upstream.events)
-        self.aggr_op = _on_items(aggr_op, [upstream])
-        self.output_fn = _RollingOutput(map_to_output_fn, upstream.events)
+        super().__init__((upstream,), upstream.timestamped)
+        self.key_fn = key_fn
+        self.aggr_op = aggr_op
+        self.map_to_output_fn = map_to_output_fn
 
     def add_to_dag(self, planner: Planner) -> None:
+        events = planner.events(self.upstream[0])
+        key = on_item(self.key_fn, events)
+        op = planner.accumulating_items(self.aggr_op, self.upstream)
+        output = _RollingOutput(self.map_to_output_fn, events)
         vertex = planner.add_vertex(
             self,
             planner.unique_name(self.name),
-            rolling_aggregate_p(self.key_fn, self.aggr_op, self.output_fn),
+            rolling_aggregate_p(key, op, output),
             self.local_parallelism,
         )
-        planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(self.key_fn))
+        planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(key))
 
 
 @dataclass(frozen=True)
@@ -297,18 +360,22 @@ class WindowTransform(Transform):
         super().__init__(upstream)
         self.window = window
         self.grouped = key_fns is not None
-        fns = key_fns if key_fns is not None else [_constant_key] * len(upstream)
-        self.key_fns = [on_item(fn, t.events) for fn, t in zip(fns, upstream, strict=True)]
-        self.aggr_op = _on_items(aggr_op, upstream)
+        self.key_fns = list(key_fns) if key_fns is not None else [_constant_key] * len(upstream)
+        self.aggr_op = aggr_op
         self.map_to_output_fn = map_to_output_fn
         self.name = self.default_name = window.describe()
 
     def watermark_frame_size(self) -> int:
         return self.window.frame_size
 
+    def emits_events(self, planner: Planner) -> bool:
+        return False
+
     def add_to_dag(self, planner: Planner) -> None:
-        keys, op, window = self.key_fns, self.aggr_op, self.window
-        timestamps = [event_timestamp] * len(keys)
+        keys = planner.on_items(self.key_fns, self.upstream)
+        op = planner.accumulating_items(self.aggr_op, self.upstream)
+        timestamps = [_timestamp_fn(t, planner) for t in self.upstream]
+        window = self.window
         parallelism = self.local_parallelism if self.grouped else 1
 
         def spread(edge: Edge, ordinal: int) -> Any:
@@ -352,6 +419,13 @@ class WindowTransform(Transform):
             planner.dag.edge(between.all_to_one())
 
 
+def _timestamp_fn(upstream: Transform, planner: Planner) -> Callable[[Any], int]:
+    """How a window finds the timestamp of an item of `upstream`."""
+    if isinstance(upstream, TimestampTransform):
+        return upstream.window_timestamp_fn(planner)
+    return event_timestamp
+
+
 def _constant_key(item: Any) -> int:
     return 0
 
@@ -376,27 +450,28 @@ class HashJoinTransform(Transform):
         clauses: Sequence[Any],
         output_fn: Callable[[Any, list[Any]], Any],
     ) -> None:
-        primary = upstream[0]
-        super().__init__(upstream, primary.events)
+        super().__init__(upstream, upstream[0].timestamped)
         self.clauses = list(clauses)
-        self.key_fns = [on_item(clause.left_key_fn, primary.events) for clause in clauses]
-        self.output_fn = _JoinOutput(output_fn, primary.events)
+        self.output_fn = output_fn
         self.name = self.default_name = f"{len(upstream)}-way hash-join"
 
     def add_to_dag(self, planner: Planner) -> None:
+        events = planner.events(self.upstream[0])
+        key_fns = [on_item(clause.left_key_fn, events) for clause in self.clauses]
         prefix = planner.unique_name(self.name)
         joiner = planner.add_vertex(
             self,
             f"{prefix}-joiner",
-            hash_join_p(self.key_fns, self.output_fn),
+            hash_join_p(key_fns, _JoinOutput(self.output_fn, events)),
             self.local_parallelism,
         )
         planner.dag.edge(planner.edge_from(self.upstream[0]).to(joiner, 0))
         for ordinal, (enriching, clause) in enumerate(
             zip(self.upstream[1:], self.clauses, strict=True), start=1
         ):
-            right_key = on_item(clause.right_key_fn, enriching.events)
-            project = on_item(clause.right_project_fn, enriching.events)
+            right_key, project = planner.on_items(
+                [clause.right_key_fn, clause.right_project_fn], [enriching, enriching]
+            )
             collector = planner.dag.new_vertex(
                 f"{prefix}-collector{ordinal}", hash_join_collect_p(right_key, project), 1
             )
@@ -420,43 +495,96 @@ class _JoinOutput:
         return None if output is None else JetEvent(item.timestamp, output)
 
 
-class CustomTransform(Transform):
-    """A vertex of a given processor supplier: `custom_transform(name, supplier)` (fed the
-    payloads), and the context lookups (fed events on timestamped stages). With a
-    `partition_key`, its input is partitioned by it across members."""
+class ContextTransform(Transform):
+    """`map_using_context` and its kin: `fn(ctx, item)` (or `fn(ctx, key, item)` keyed, the
+    input then partitioned by the key across members), `ctx` made per processor."""
 
     def __init__(
         self,
         upstream: Transform,
         name: str,
-        supplier: Any,
-        events: bool = False,
-        partition_key: Callable[[Any], Any] | None = None,
+        factory: ContextFactory,
+        kind: str,
+        fn: Callable[..., Any],
+        key_fn: Callable[[Any], Any] | None,
     ) -> None:
-        super().__init__((upstream,), events)
+        super().__init__((upstream,), upstream.timestamped)
+        self.name = self.default_name = name
+        self.factory = factory
+        self.kind = kind
+        self.fn = fn
+        self.key_fn = key_fn
+
+    def add_to_dag(self, planner: Planner) -> None:
+        events = planner.events(self.upstream[0])
+        bound = _ContextFn(self.kind, self.fn, events, self.key_fn)
+        if self.kind == "flat_map":
+            supplier = flat_map_using_context_p(self.factory, bound)
+        else:
+            supplier = map_using_context_p(self.factory, bound)
+        vertex = planner.add_vertex(
+            self, planner.unique_name(self.name), supplier, self.local_parallelism
+        )
+        if self.key_fn is None:
+            planner.connect(self, vertex)
+        else:
+            key = on_item(self.key_fn, events)
+            planner.connect(self, vertex, lambda edge, _: edge.distributed().partitioned(key))
+
+
+@dataclass(frozen=True)
+class _ContextFn:
+    """A user's `fn(ctx, item)` (or `fn(ctx, key, item)` when keyed) as the processor's
+    `fn(ctx, item)`, on payloads, results re-stamped on events; filter as a map to the item."""
+
+    kind: str
+    fn: Callable[..., Any]
+    events: bool
+    key_fn: Callable[[Any], Any] | None
+
+    def __call__(self, ctx: Any, item: Any) -> Any:
+        payload = item.item if self.events else item
+        args = (ctx, payload) if self.key_fn is None else (ctx, self.key_fn(payload), payload)
+        result = self.fn(*args)
+        if self.kind == "filter":
+            return item if result else None
+        if not self.events or result is None:
+            return result
+        if self.kind == "flat_map":
+            return [JetEvent(item.timestamp, r) for r in result if r is not None]
+        return JetEvent(item.timestamp, result)
+
+
+class CustomTransform(Transform):
+    """`custom_transform(name, supplier)`: a vertex of any Core API processor, fed the items
+    as the user sees them (the stage unwraps events before it)."""
+
+    def __init__(self, upstream: Transform, name: str, supplier: Any) -> None:
+        super().__init__((upstream,))
         self.name = self.default_name = name
         self.supplier = supplier
-        self.partition_key = partition_key
+
+    def emits_events(self, planner: Planner) -> bool:
+        return False
 
     def add_to_dag(self, planner: Planner) -> None:
         vertex = planner.add_vertex(
             self, planner.unique_name(self.name), self.supplier, self.local_parallelism
         )
-        key = self.partition_key
-        if key is None:
-            planner.connect(self, vertex)
-        else:
-            planner.connect(self, vertex, lambda edge, _: edge.distributed().partitioned(key))
+        planner.connect(self, vertex)
 
 
 class SinkTransform(Transform):
-    """`drain_to(sink)`: the sink's vertex, fed the payloads."""
+    """`drain_to(sink)`: the sink's vertex, fed the items as the user sees them."""
 
     def __init__(self, upstream: Sequence[Transform], sink: Sink) -> None:
         super().__init__(upstream)
         self.sink = sink
         self.name = self.default_name = sink.name
         self.local_parallelism = sink.local_parallelism
+
+    def emits_events(self, planner: Planner) -> bool:
+        return False
 
     def add_to_dag(self, planner: Planner) -> None:
         vertex = planner.add_vertex(
@@ -465,15 +593,17 @@ class SinkTransform(Transform):
         planner.connect(self, vertex)
 
 
-def _on_items(aggr_op: AggregateOperation, upstream: Sequence[Transform]) -> AggregateOperation:
-    """`aggr_op` accumulating each input's payloads (a JetEvent's item on timestamped inputs)."""
-    if not any(t.events for t in upstream):
+def accumulating_payloads(
+    aggr_op: AggregateOperation, events: Sequence[bool]
+) -> AggregateOperation:
+    """`aggr_op` accumulating each input's payloads: a JetEvent's item where `events[ordinal]`."""
+    if not any(events):
         return aggr_op
     fns = [
         _AccumulatePayload(aggr_op.accumulate_fn(ordinal))
-        if t.events
+        if wrapped
         else aggr_op.accumulate_fn(ordinal)
-        for ordinal, t in enumerate(upstream)
+        for ordinal, wrapped in enumerate(events)
     ]
     per_ordinal = PerOrdinal(fns[0] if len(fns) == 1 else fns, "accumulate fn")
     return replace(aggr_op, accumulate_fns=per_ordinal)
