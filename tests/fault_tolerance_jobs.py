@@ -103,6 +103,28 @@ class KillAt:
         return bool(glob.glob(os.path.join(self.committed_in, "snapshot-*", "MANIFEST")))
 
 
+class SignalOnce:
+    """A map function that sends `signum` to its own Python worker at its `at`-th item once a
+    snapshot is committed in the store directory `snapshots`, in the first run only (the
+    marker file remembers, holding the worker's pid)."""
+
+    def __init__(self, signum: int, at: int, snapshots: str, marker: str) -> None:
+        self.signum, self.at, self.snapshots, self.marker = signum, at, snapshots, marker
+        self.seen = 0
+
+    def __call__(self, item: Any) -> Any:
+        self.seen += 1
+        if (
+            self.seen >= self.at
+            and not os.path.exists(self.marker)
+            and glob.glob(os.path.join(self.snapshots, "snapshot-*", "MANIFEST"))
+        ):
+            with open(self.marker, "w") as marker:
+                marker.write(str(os.getpid()))
+            os.kill(os.getpid(), self.signum)
+        return item
+
+
 def config(guarantee: ProcessingGuarantee = EXACTLY_ONCE, interval: int = 3) -> JobConfig:
     """A job config taking a snapshot every `interval` ticks of a TickClock."""
     return JobConfig(processing_guarantee=guarantee, snapshot_interval_millis=interval)

@@ -185,34 +185,13 @@ def test_a_processor_failure_fails_the_job_naming_vertex_processor_and_callback(
     assert job.metrics.restarts == 0  # a processor's own failure is not retried
 
 
-class KillOnce:
-    """A map function that kills its Python worker with SIGKILL at its `at`-th item once a
-    snapshot is committed in `snapshots`, in the first run only (a marker file remembers)."""
-
-    def __init__(self, at: int, snapshots: str, marker: str) -> None:
-        self.at, self.snapshots, self.marker = at, snapshots, marker
-        self.seen = 0
-
-    def __call__(self, item: Any) -> Any:
-        self.seen += 1
-        if (
-            self.seen >= self.at
-            and not os.path.exists(self.marker)
-            and glob.glob(os.path.join(self.snapshots, "snapshot-*", "MANIFEST"))
-        ):
-            with open(self.marker, "w") as marker:
-                marker.write(str(os.getpid()))
-            os.kill(os.getpid(), signal.SIGKILL)
-        return item
-
-
 def test_a_killed_python_worker_restarts_the_job_from_its_snapshot_and_windows_are_exact(
     engine: Any, tmp_path: Any
 ) -> None:
     items = jobs.events(3000)
     engine.get_list("events").extend(items)
     snapshots = str(tmp_path / "snapshots")
-    kill = KillOnce(400, snapshots, str(tmp_path / "killed"))
+    kill = jobs.SignalOnce(signal.SIGKILL, 400, snapshots, str(tmp_path / "killed"))
     job = engine.new_job(
         jobs.windowed_dag(kill),
         continuous(interval=5),

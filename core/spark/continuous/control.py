@@ -9,6 +9,11 @@ length-prefixed and authenticated: each message carries an HMAC-SHA256 tag under
 secret key (shipped to the tasks with their function), checked before anything is unpickled, so
 another process that connects can neither run code nor speak for a member. Data between members
 never passes here (see streams.py).
+
+Liveness: each end sends a heartbeat every `Liveness.interval` from a thread of its own, whatever
+else it does (a restore or a save of many minutes, a snapshot interval of ten), and counts the
+other end as lost once nothing at all came from it for `Liveness.timeout` while it was reading:
+an idle job is a healthy one, and time an end spends on a message it received is not silence.
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ import contextlib
 import hashlib
 import hmac
 import pickle
+import select
 import socket
 import struct
 import threading
 from typing import Any
+
+from jetspark.core.spark.continuous.settings import Liveness
 
 _LENGTH = struct.Struct("<I")
 _TAG_BYTES = hashlib.sha256().digest_size
@@ -52,9 +60,18 @@ COMPLETED = "completed"
 STOP = "stop"
 """A reason: the task must end now (the job was cancelled, or the task is fenced)."""
 
+# both ways
+HEARTBEAT = "heartbeat"
+"""Nothing: the sender is alive (`receive` consumes it)."""
+_READ_BYTES = 1 << 16
+
 
 class ForgedMessageError(ConnectionError):
     """A message on a control connection was not written with the run's key."""
+
+
+class SilentPeerError(ConnectionError):
+    """Nothing, not even a heartbeat, came from the other end for the liveness timeout."""
 
 
 def tag(key: bytes, body: bytes) -> bytes:
@@ -63,15 +80,25 @@ def tag(key: bytes, body: bytes) -> bytes:
 
 
 class ControlConnection:
-    """One end of a control connection: `send` from any thread, `receive` from one."""
+    """One end of a control connection: `send` from any thread, `receive` from one; with a
+    `liveness`, it sends heartbeats on a thread of its own until closed."""
 
-    def __init__(self, connection: socket.socket, key: bytes) -> None:
+    def __init__(
+        self, connection: socket.socket, key: bytes, liveness: Liveness | None = None
+    ) -> None:
+        connection.settimeout(None)  # silence is measured by `receive`, never by a send
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._key = key
         self._socket = connection
         self._send_lock = threading.Lock()
-        self._reader = connection.makefile("rb")
+        self._received = bytearray()
+        self._liveness = liveness
+        self._closed = threading.Event()
         self.peer = connection.getpeername()
+        if liveness is not None:
+            threading.Thread(
+                target=self._beat, args=(liveness.interval,), name="jetspark-heartbeat", daemon=True
+            ).start()
 
     def send(self, kind: str, payload: Any = None) -> None:
         """Sends one message (OSError when the other end is gone)."""
@@ -81,24 +108,65 @@ class ControlConnection:
             self._socket.sendall(frame)
 
     def receive(self) -> tuple[str, Any] | None:
-        """The next message, or None once the other end closed the connection (or broke it);
-        ForgedMessageError when a message fails authentication."""
-        try:
-            header = self._reader.read(_LENGTH.size + _TAG_BYTES)
-            if len(header) < _LENGTH.size + _TAG_BYTES:
+        """The next message other than a heartbeat, or None once the other end closed the
+        connection (or broke it); ForgedMessageError when a message fails authentication,
+        SilentPeerError when nothing came for the liveness timeout."""
+        while True:
+            header = self._read(_LENGTH.size + _TAG_BYTES)
+            if header is None:
                 return None
             (length,) = _LENGTH.unpack_from(header)
-            body = self._reader.read(length)
-        except OSError:
-            return None
-        if len(body) < length:
-            return None
-        if not hmac.compare_digest(header[_LENGTH.size :], tag(self._key, body)):
-            raise ForgedMessageError(f"a message from {self.peer} failed authentication")
-        return pickle.loads(body)
+            body = self._read(length)
+            if body is None:
+                return None
+            if not hmac.compare_digest(header[_LENGTH.size :], tag(self._key, body)):
+                raise ForgedMessageError(f"a message from {self.peer} failed authentication")
+            message = pickle.loads(body)
+            if message[0] != HEARTBEAT:
+                return message
+
+    def _read(self, size: int) -> bytes | None:
+        """`size` bytes, or None at the end of the connection."""
+        received = self._received
+        while len(received) < size:
+            self._wait_for_data()
+            try:
+                chunk = self._socket.recv(_READ_BYTES)
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            received += chunk
+        data = bytes(received[:size])
+        del received[:size]
+        return data
+
+    def _wait_for_data(self) -> None:
+        if self._liveness is None or self._socket.fileno() < 0:
+            return  # no limit, or closed by another thread: `recv` says so
+        poll = select.poll()
+        poll.register(self._socket, select.POLLIN)
+        if not poll.poll(self._liveness.timeout * 1000):
+            raise SilentPeerError(
+                f"{_address(self.peer)} sent nothing, not even a heartbeat, for "
+                f"{self._liveness.timeout:g} s"
+            )
+
+    def _beat(self, interval: float) -> None:
+        while not self._closed.wait(interval):
+            try:
+                self.send(HEARTBEAT)
+            except OSError:
+                return
 
     def close(self) -> None:
         """Closes the connection; a blocked `receive` on the other end returns None."""
+        self._closed.set()
         with contextlib.suppress(OSError):
             self._socket.shutdown(socket.SHUT_RDWR)
         self._socket.close()
+
+
+def _address(peer: Any) -> str:
+    host, port = peer[:2]
+    return f"{host}:{port}"

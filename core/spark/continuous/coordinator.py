@@ -11,6 +11,10 @@ Snapshots: every `snapshot_interval_millis` the coordinator asks the members for
 when every member reported its part, it writes the manifest (the commit), applies the sinks'
 writes the members sent before their parts, and tells the members, whose processors then learn
 of the commit. The job has completed when every member reported that its processors finished.
+
+A member of the current epoch that sends nothing, not even a heartbeat, for the liveness timeout
+is lost: the coordinator stops the epoch's members, so that the stage fails and the run loop
+restarts the job (`lost` says why).
 """
 
 from __future__ import annotations
@@ -30,8 +34,13 @@ from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.serialization import decode_batch
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.continuous import control
-from jetspark.core.spark.continuous.control import ControlConnection, ForgedMessageError
+from jetspark.core.spark.continuous.control import (
+    ControlConnection,
+    ForgedMessageError,
+    SilentPeerError,
+)
 from jetspark.core.spark.continuous.member import Welcome
+from jetspark.core.spark.continuous.settings import Liveness
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.stages.records import LIST, MAP
 from jetspark.core.spark.task_restore import restore_spec
@@ -78,6 +87,7 @@ class ContinuousCoordinator:
         restore_from: Snapshot | None,
         host: str,
         key: bytes,
+        liveness: Liveness,
         max_restarts: int,
     ) -> None:
         self._job_name = job_name
@@ -86,6 +96,7 @@ class ContinuousCoordinator:
         self._stores = stores
         self._store = store
         self._key = key
+        self._liveness = liveness
         self._interval = config.snapshot_interval_millis / 1000
         self._max_restarts = max_restarts
         self.last_committed = restore_from
@@ -95,6 +106,8 @@ class ContinuousCoordinator:
         """The facts of the processor failure a member reported, if any."""
         self.fatal: BaseException | None = None
         """A failure of the coordinator itself (a commit that failed): the job must fail."""
+        self.lost: str | None = None
+        """Which member of the current run the coordinator found silent, and for how long."""
         self.completed = threading.Event()
         self._lock = threading.RLock()
         self._token: str | None = None
@@ -119,6 +132,7 @@ class ContinuousCoordinator:
         with self._lock:
             self._fence(f"a newer run of {self._job_name} started")
             self._token = token
+            self.lost = None
             self.completed.clear()
 
     def metrics(self) -> JobMetrics:
@@ -174,7 +188,7 @@ class ContinuousCoordinator:
                 return
             threading.Thread(
                 target=self._serve,
-                args=(ControlConnection(connection, self._key),),
+                args=(ControlConnection(connection, self._key, self._liveness),),
                 name="jetspark-coordinator-member",
                 daemon=True,
             ).start()
@@ -197,6 +211,9 @@ class ContinuousCoordinator:
                     self._handle(connection, member, kind, payload)
         except ForgedMessageError as error:
             _log.warning("%s: %s; connection closed", self._job_name, error)
+        except SilentPeerError as silence:
+            if member is not None:
+                self._lose(connection, member, silence)
         except OSError:
             pass  # the member is gone; the stage's failure tells the run loop
         finally:
@@ -233,6 +250,16 @@ class ContinuousCoordinator:
             if len(epoch.members) == self._members:
                 self._next_start = time.monotonic() + self._interval
             return member
+
+    def _lose(self, connection: ControlConnection, member: int, silence: SilentPeerError) -> None:
+        """A member that went silent is lost: the epoch it belongs to stops."""
+        with self._lock:
+            epoch = self._epoch
+            if epoch is None or epoch.members.get(member) is not connection:
+                return
+            self.lost = f"member {member} is lost: {silence}"
+            _log.warning("%s: %s", self._job_name, self.lost)
+            self._fence(self.lost)
 
     def _new_epoch(self, token: str, attempt: int) -> _Epoch:
         self._fence("fenced: a newer attempt of the job is running")

@@ -34,7 +34,8 @@ from jetspark.core.runtime.restore import RestoredProcessor
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.snapshot_store import DirectorySnapshotStore, held_by
 from jetspark.core.spark.continuous import control
-from jetspark.core.spark.continuous.control import ControlConnection, tag
+from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError, tag
+from jetspark.core.spark.continuous.settings import Liveness
 from jetspark.core.spark.continuous.streams import StreamExchange
 from jetspark.core.spark.failures import processor_failure_facts, task_failure
 from jetspark.core.spark.stages.task_stores import RESULT_BATCH, TaskStores
@@ -43,7 +44,7 @@ from jetspark.core.spark.task_restore import RestoreSpec
 _log = logging.getLogger("jetspark.spark")
 
 CONNECT_SECONDS = 120.0
-"""How long a member waits for the driver and for the other members to connect."""
+"""How long a member waits for a connection to the driver or another member to be made."""
 METRICS_SECONDS = 0.5
 """How often a running member sends its metrics to the driver."""
 RESULTS_SECONDS = 0.01
@@ -77,7 +78,11 @@ class ControlState:
     def read(self) -> None:
         """The reader thread: applies the driver's messages until the connection ends."""
         while True:
-            message = self.connection.receive()
+            try:
+                message = self.connection.receive()
+            except SilentPeerError as silence:
+                self._stop(f"the driver's coordinator is gone or unreachable ({silence})")
+                return
             if message is None:
                 self._stop("the driver's coordinator is gone")
                 return
@@ -213,6 +218,8 @@ class MemberTask:
     key: bytes
     """The run's secret: authenticates control messages and the members' connections."""
     store: DirectorySnapshotStore | None
+    liveness: Liveness
+    """Heartbeats with the driver (settings.py)."""
     shipped: Any = None
 
     def __call__(self, partition: Iterator[Any]) -> Iterator[Any]:
@@ -238,7 +245,9 @@ class MemberTask:
             ]
             attempt = min(int(task_id) for task_id, _ in gathered)
             connection = ControlConnection(
-                socket.create_connection(self.driver, timeout=CONNECT_SECONDS), self.key
+                socket.create_connection(self.driver, timeout=CONNECT_SECONDS),
+                self.key,
+                self.liveness,
             )
             connection.send(control.HELLO, (self.token, member, attempt))
             welcome = _welcome(connection)

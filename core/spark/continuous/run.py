@@ -20,6 +20,8 @@ from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot
 from jetspark.core.spark.continuous.coordinator import ContinuousCoordinator
 from jetspark.core.spark.continuous.member import MemberTask
+from jetspark.core.spark.continuous.settings import liveness_of
+from jetspark.core.spark.continuous.streams import PeerLostError
 from jetspark.core.spark.failures import processor_error
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
@@ -50,6 +52,7 @@ def run_continuous_job(
         restore = held_in(store, restore_from) if store is not None else None
         shipped = context.broadcast(shipped_contents(dag, engine.stores))
         key = secrets.token_bytes(32)
+        liveness = liveness_of(context)
         host = context.getConf().get("spark.driver.host", "127.0.0.1")
         coordinator = ContinuousCoordinator(
             job.name,
@@ -60,6 +63,7 @@ def run_continuous_job(
             restore,
             host,
             key,
+            liveness,
             config.max_restarts,
         )
         job.read_metrics_live(coordinator.metrics)
@@ -68,7 +72,7 @@ def run_continuous_job(
         while True:
             token = secrets.token_hex(8)
             coordinator.begin_run(token)
-            task = MemberTask(plan, coordinator.address, token, key, store, shipped)
+            task = MemberTask(plan, coordinator.address, token, key, store, liveness, shipped)
             context.setJobGroup(
                 job.group,
                 f"jetspark {name}: continuous, {plan.member_count} members",
@@ -87,13 +91,15 @@ def run_continuous_job(
                 if coordinator.fatal is not None:
                     raise coordinator.fatal from failure
                 if store is None or not coordinator.count_restart():
+                    if coordinator.lost is not None:
+                        raise PeerLostError(coordinator.lost) from failure
                     raise
                 wait_for_tasks_to_end(context, job.group)
                 last = coordinator.last_committed
                 _log.warning(
                     "%s: a member was lost (%s); restart %d of at most %d, from snapshot %s",
                     job.name,
-                    type(failure).__name__,
+                    coordinator.lost or type(failure).__name__,
                     coordinator.restarts,
                     config.max_restarts,
                     last.snapshot_id if last is not None else "none (from the start)",
