@@ -81,6 +81,7 @@ def test_auto_runs_a_bounded_job_without_a_guarantee_as_stages(engine: Any) -> N
     job = engine.new_job(_copy_dag())
     job.join(120)
     assert job.execution_mode is Mode.STAGES
+    assert job.metrics.execution_mode == "stages"
     assert sorted(engine.get_list("out")) == list(range(100))
 
 

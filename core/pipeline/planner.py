@@ -15,6 +15,7 @@ from jetspark.core.pipeline.transforms import (
     StatelessTransform,
     Transform,
     accumulating_payloads,
+    is_unwrap,
 )
 from jetspark.edges import Edge
 from jetspark.processors.aggregate import AggregateOperation
@@ -135,7 +136,12 @@ class Planner:
             ):
                 break
             chain.append(candidate)
-        kind, fn = fuse([t.step for t in chain], self.events(first.upstream[0]))
+        events = self.events(first.upstream[0])
+        if not events and all(is_unwrap(t) for t in chain):  # plain items: nothing to do
+            for transform in chain:
+                self._outputs[transform] = self._outputs[first.upstream[0]]
+            return
+        kind, fn = fuse([t.step for t in chain], events)
         supplier = map_p(fn) if kind == "map" else flat_map_p(fn)
         names = [t.name for t in chain]
         name = names[0] if len(names) == 1 else f"fused({', '.join(names)})"

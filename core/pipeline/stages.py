@@ -11,7 +11,7 @@ from jetspark.core.context import vertex_logger
 from jetspark.core.errors import DagValidationError
 from jetspark.core.pipeline.connectors import Sink
 from jetspark.core.pipeline.fusion import Step
-from jetspark.core.pipeline.items import ItemsByTag, Tag
+from jetspark.core.pipeline.items import ItemsByTag, Tag, TimestampedItem
 from jetspark.core.pipeline.joins import JoinClause
 from jetspark.core.pipeline.transforms import (
     AggregateTransform,
@@ -280,7 +280,7 @@ class BatchStage(ComputeStage):
         self, aggr_op: AggregateOperation, map_to_output_fn: Callable[[Any], Any] | None = None
     ) -> Any:
         """For each item, the aggregate of every item so far (`map_to_output_fn(result)`)."""
-        output = _result_only if map_to_output_fn is None else _Unkeyed(map_to_output_fn)
+        output = _result_only if map_to_output_fn is None else _Output(map_to_output_fn, drop=0)
         return self.grouping_key(_constant_key).rolling_aggregate(aggr_op, output)
 
     def aggregate(
@@ -291,16 +291,19 @@ class BatchStage(ComputeStage):
         return self._co_aggregate([self], _finished(aggr_op, map_to_output_fn))
 
     def aggregate2(self, *args: Any) -> BatchStage:
-        """`aggregate2(stage1, op2)` with an operation of two inputs, or `aggregate2(op0,
-        stage1, op1[, map_to_output_fn])` with one operation per input (a tuple result)."""
-        stages, op = _co_arguments(self, args, 2)
-        return self._co_aggregate(stages, op)
+        """`aggregate2(stage1, op2[, fn(result)])` with an operation of two inputs, or
+        `aggregate2(op0, stage1, op1[, fn(result0, result1)])` (default: the tuple)."""
+        return self._co_aggregate_args(args, 2)
 
     def aggregate3(self, *args: Any) -> BatchStage:
-        """`aggregate3(stage1, stage2, op3)` or `aggregate3(op0, stage1, op1, stage2, op2[,
-        map_to_output_fn])`."""
-        stages, op = _co_arguments(self, args, 3)
-        return self._co_aggregate(stages, op)
+        """`aggregate3(stage1, stage2, op3[, fn])` or `aggregate3(op0, stage1, op1, stage2,
+        op2[, fn(result0, result1, result2)])`."""
+        return self._co_aggregate_args(args, 3)
+
+    def _co_aggregate_args(self, args: tuple[Any, ...], inputs: int) -> BatchStage:
+        co = _co_arguments(self, args, inputs)
+        output = None if co.output is None else _Output(co.output, co.spread)
+        return self._co_aggregate(co.stages, _finished(co.aggr_op, output))
 
     def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
         """A builder co-aggregating this stage (with `aggr_op0`) and any number of others."""
@@ -333,7 +336,7 @@ class StreamStage(ComputeStage):
         self, aggr_op: AggregateOperation, map_to_output_fn: Callable[[Any], Any] | None = None
     ) -> StreamStage:
         """For each item, the aggregate of every item so far (`map_to_output_fn(result)`)."""
-        output = _result_only if map_to_output_fn is None else _Unkeyed(map_to_output_fn)
+        output = _result_only if map_to_output_fn is None else _Output(map_to_output_fn, drop=0)
         return self.grouping_key(_constant_key).rolling_aggregate(aggr_op, output)
 
     def aggregate(self, *args: Any, **kwargs: Any) -> Any:
@@ -410,18 +413,21 @@ class BatchStageWithKey(StageWithKey):
     def aggregate2(self, *args: Any) -> BatchStage:
         """`aggregate2(stage1_with_key, op2[, map_to_output_fn])` or `aggregate2(op0,
         stage1_with_key, op1[, map_to_output_fn(key, result0, result1)])`."""
-        stages, op, output = _keyed_co_arguments(self, args, 2)
-        return self._group(stages, op, output)
+        return self._group_args(args, 2)
 
     def aggregate3(self, *args: Any) -> BatchStage:
         """`aggregate3(stage1, stage2, op3[, fn])` or `aggregate3(op0, stage1, op1, stage2,
         op2[, fn(key, r0, r1, r2)])`, the stages grouped by key."""
-        stages, op, output = _keyed_co_arguments(self, args, 3)
-        return self._group(stages, op, output)
+        return self._group_args(args, 3)
 
     def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
         """A builder co-grouping this stage (with `aggr_op0`) and any number of others."""
         return AggregateBuilder(self, aggr_op0)
+
+    def _group_args(self, args: tuple[Any, ...], inputs: int) -> BatchStage:
+        co = _keyed_co_arguments(self, args, inputs)
+        output = entry if co.output is None else _Output(co.output, co.spread)
+        return self._group(co.stages, co.aggr_op, output)
 
     def _group(
         self,
@@ -471,36 +477,51 @@ class StageWithWindow:
         """One result per window: `TimestampedItem(window end, result)`, or
         `map_to_output_fn(start, end, result)`."""
         _check_op(aggr_op, self.stage.name)
-        return self._window([self.stage], aggr_op, map_to_output_fn)
+        output = None if map_to_output_fn is None else _Output(map_to_output_fn, drop=2)
+        return self._window([self.stage], aggr_op, output)
 
     def aggregate2(self, *args: Any) -> StreamStage:
-        """`aggregate2(stage1, op2)` or `aggregate2(op0, stage1, op1)`, per window."""
-        stages, op = _co_arguments(self.stage, args, 2)
-        return self._window(stages, op, None)
+        """Per window: `aggregate2(stage1, op2[, fn(start, end, result)])` or
+        `aggregate2(op0, stage1, op1[, fn(start, end, result0, result1)])`."""
+        return self._window_args(args, 2)
 
     def aggregate3(self, *args: Any) -> StreamStage:
-        """`aggregate3(stage1, stage2, op3)` or `aggregate3(op0, stage1, op1, stage2, op2)`."""
-        stages, op = _co_arguments(self.stage, args, 3)
-        return self._window(stages, op, None)
+        """Per window: `aggregate3(stage1, stage2, op3[, fn(start, end, result)])` or
+        `aggregate3(op0, stage1, op1, stage2, op2[, fn(start, end, r0, r1, r2)])`."""
+        return self._window_args(args, 3)
+
+    def grouping_key(self, key_fn: Callable[[Any], Any]) -> StageWithKeyAndWindow:
+        """This windowed stage grouped by `key_fn(item)`: the same as grouping first."""
+        _check_callable(key_fn, "grouping_key", self.stage.name)
+        return StageWithKeyAndWindow(StreamStageWithKey(self.stage, key_fn), self.window_definition)
+
+    def _window_args(self, args: tuple[Any, ...], inputs: int) -> StreamStage:
+        co = _co_arguments(self.stage, args, inputs)
+        output = None if co.output is None else _Output(co.output, co.spread, drop=2)
+        return self._window(co.stages, co.aggr_op, output)
 
     def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
         """A builder co-aggregating this stage and others, per window."""
         return AggregateBuilder(self, aggr_op0)
 
-    def distinct(self) -> StreamStage:
-        """Each distinct item once per window, as `TimestampedItem(window end, item)`."""
-        keyed = StreamStageWithKey(self.stage, whole_item).window(self.window_definition)
-        return keyed.aggregate(pick_any(), _distinct_item)
+    def distinct(
+        self, map_to_output_fn: Callable[[int, int, Any], Any] | None = None
+    ) -> StreamStage:
+        """Each distinct item once per window: `TimestampedItem(window end, item)`, or
+        `map_to_output_fn(start, end, item)`."""
+        return self.grouping_key(whole_item).distinct(map_to_output_fn)
 
     def _window(
         self,
         stages: list[Any],
         aggr_op: AggregateOperation,
-        map_to_output_fn: Callable[[int, int, Any], Any] | None,
+        map_to_output_fn: Callable[[int, int, Any, Any], Any] | None,
     ) -> StreamStage:
+        """The windowed aggregation; `map_to_output_fn(start, end, key, result)` (the key a
+        constant) or a TimestampedItem per window."""
         for stage in stages:
             _check_window(stage, self.window_definition)
-        output = timestamped_item if map_to_output_fn is None else _Unkeyed3(map_to_output_fn)
+        output = timestamped_item if map_to_output_fn is None else map_to_output_fn
         transform = WindowTransform(
             [s.transform for s in stages], self.window_definition, None, aggr_op, output
         )
@@ -532,22 +553,31 @@ class StageWithKeyAndWindow:
         return self._window([self.keyed], aggr_op, map_to_output_fn)
 
     def aggregate2(self, *args: Any) -> StreamStage:
-        """`aggregate2(stage1_with_key, op2)` or `aggregate2(op0, stage1_with_key, op1)`."""
-        stages, op, _ = _keyed_co_arguments(self.keyed, args, 2)
-        return self._window(stages, op, None)
+        """Per window and key: `aggregate2(stage1_with_key, op2[, fn(start, end, key,
+        result)])` or `aggregate2(op0, stage1_with_key, op1[, fn(start, end, key, r0, r1)])`."""
+        return self._window_args(args, 2)
 
     def aggregate3(self, *args: Any) -> StreamStage:
-        """`aggregate3(stage1, stage2, op3)` or `aggregate3(op0, stage1, op1, stage2, op2)`."""
-        stages, op, _ = _keyed_co_arguments(self.keyed, args, 3)
-        return self._window(stages, op, None)
+        """Per window and key: `aggregate3(stage1, stage2, op3[, fn])` or `aggregate3(op0,
+        stage1, op1, stage2, op2[, fn(start, end, key, r0, r1, r2)])`, stages keyed."""
+        return self._window_args(args, 3)
+
+    def _window_args(self, args: tuple[Any, ...], inputs: int) -> StreamStage:
+        co = _keyed_co_arguments(self.keyed, args, inputs)
+        output = None if co.output is None else _Output(co.output, co.spread)
+        return self._window(co.stages, co.aggr_op, output)
 
     def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
         """A builder co-grouping this stage and others per key and window."""
         return AggregateBuilder(self, aggr_op0)
 
-    def distinct(self) -> StreamStage:
-        """The first item of each key per window, as `TimestampedItem(window end, item)`."""
-        return self.aggregate(pick_any(), _distinct_item)
+    def distinct(
+        self, map_to_output_fn: Callable[[int, int, Any], Any] | None = None
+    ) -> StreamStage:
+        """The first item of each key per window: `TimestampedItem(window end, item)`, or
+        `map_to_output_fn(start, end, item)`."""
+        fn = _distinct_item if map_to_output_fn is None else map_to_output_fn
+        return self.aggregate(pick_any(), _Output(fn, drop=2))
 
     def _window(
         self,
@@ -594,7 +624,8 @@ class HashJoinBuilder:
 
 class AggregateBuilder:
     """Collects the inputs of a co-aggregation (`add`), each with its operation and tag;
-    `build(fn)` emits `fn(items_by_tag)` (ungrouped) or `fn(key, items_by_tag)` (grouped)."""
+    `build(fn)` emits `fn(items_by_tag)` (ungrouped), `fn(key, items_by_tag)` (grouped),
+    `fn(start, end, items_by_tag)` (windowed) or `fn(start, end, key, items_by_tag)`."""
 
     def __init__(self, first: Any, aggr_op0: AggregateOperation) -> None:
         self._first = first
@@ -623,10 +654,11 @@ class AggregateBuilder:
             return first._group([first, *rest], aggr_op, output)
         if isinstance(first, StageWithKeyAndWindow):
             return first._window([first.keyed, *rest], aggr_op, map_to_output_fn)
+        output = None if map_to_output_fn is None else _Output(map_to_output_fn, drop=2)
         if isinstance(first, StageWithWindow):
-            return first._window([first.stage, *rest], aggr_op, map_to_output_fn)
-        result = first._co_aggregate([first, *rest], aggr_op)
-        return result if map_to_output_fn is None else result.map(map_to_output_fn)
+            return first._window([first.stage, *rest], aggr_op, output)
+        output = None if map_to_output_fn is None else _Output(map_to_output_fn)
+        return first._co_aggregate([first, *rest], _finished(aggr_op, output))
 
 
 def _by_tag(results: tuple[Any, ...]) -> ItemsByTag:
@@ -682,63 +714,67 @@ def _finished(
     )
 
 
-def _co_arguments(
-    first: ComputeStage, args: tuple[Any, ...], inputs: int
-) -> tuple[list[Any], AggregateOperation]:
-    """The stages and the operation of `aggregateN(...)` in either of Jet's forms."""
-    if args and isinstance(args[0], AggregateOperation):
-        ops, stages = list(args[0 : 2 * inputs : 2]), [first, *args[1 : 2 * inputs - 1 : 2]]
-        finish = args[2 * inputs - 1] if len(args) == 2 * inputs else None
-        if len(args) not in (2 * inputs - 1, 2 * inputs) or len(ops) != inputs:
-            raise TypeError(_usage(first, inputs))
-        from jetspark.processors.aggregate import aggregate_operation2, aggregate_operation3
+@dataclass(frozen=True)
+class _CoArguments:
+    """What `aggregateN(...)` was given, in either of Jet's forms: the stages (the first
+    included), one operation over all inputs, the user's output function, and whether that
+    function takes the results one argument per input (`spread`)."""
 
-        combine = aggregate_operation2 if inputs == 2 else aggregate_operation3
-        aggr_op = combine(*ops, finish)  # type: ignore[operator]
-    else:
-        if len(args) != inputs:
-            raise TypeError(_usage(first, inputs))
-        stages, aggr_op = [first, *args[: inputs - 1]], args[inputs - 1]
-    for stage in stages[1:]:
+    stages: list[Any]
+    aggr_op: AggregateOperation
+    output: Callable[..., Any] | None
+    spread: bool
+
+
+def _parse_co_arguments(
+    first: Any, args: tuple[Any, ...], inputs: int, stage: ComputeStage
+) -> _CoArguments:
+    """`(op0, stage1, op1[, stage2, op2][, fn])` or `(stage1[, stage2], op[, fn])`."""
+    if args and isinstance(args[0], AggregateOperation):
+        width = 2 * inputs - 1
+        if len(args) not in (width, width + 1):
+            raise TypeError(_usage(stage, inputs))
+        ops, others = list(args[0:width:2]), list(args[1:width:2])
+        output = args[width] if len(args) == width + 1 else None
+        for op in ops:
+            _check_op(op, stage.name)
+        return _CoArguments([first, *others], co_aggregate(ops), output, spread=True)
+    if len(args) not in (inputs, inputs + 1):
+        raise TypeError(_usage(stage, inputs))
+    others, aggr_op = list(args[: inputs - 1]), args[inputs - 1]
+    _check_op(aggr_op, stage.name)
+    output = args[inputs] if len(args) == inputs + 1 else None
+    return _CoArguments([first, *others], aggr_op, output, spread=False)
+
+
+def _co_arguments(first: ComputeStage, args: tuple[Any, ...], inputs: int) -> _CoArguments:
+    """The arguments of an ungrouped `aggregateN`; every stage of the same pipeline."""
+    co = _parse_co_arguments(first, args, inputs, first)
+    for stage in co.stages[1:]:
         first._check_same_pipeline(stage, f"aggregate{inputs}")
-    _check_op(aggr_op, first.name)
-    return stages, aggr_op
+    return co
 
 
-def _keyed_co_arguments(
-    first: StageWithKey, args: tuple[Any, ...], inputs: int
-) -> tuple[list[Any], AggregateOperation, Callable[[Any, Any], Any]]:
-    """The keyed stages, operation and output function of a keyed `aggregateN(...)`."""
-    if args and isinstance(args[0], AggregateOperation):
-        ops, stages = list(args[0 : 2 * inputs : 2]), [first, *args[1 : 2 * inputs - 1 : 2]]
-        if len(args) not in (2 * inputs - 1, 2 * inputs) or len(ops) != inputs:
-            raise TypeError(_usage(first.stage, inputs))
-        spread = args[2 * inputs - 1] if len(args) == 2 * inputs else None
-        aggr_op = co_aggregate(ops)
-        output: Callable[[Any, Any], Any] = entry if spread is None else _KeySpread(spread)
-    else:
-        if len(args) not in (inputs, inputs + 1):
-            raise TypeError(_usage(first.stage, inputs))
-        stages, aggr_op = [first, *args[: inputs - 1]], args[inputs - 1]
-        output = args[inputs] if len(args) == inputs + 1 else entry
-    for keyed in stages[1:]:
+def _keyed_co_arguments(first: StageWithKey, args: tuple[Any, ...], inputs: int) -> _CoArguments:
+    """The arguments of a grouped `aggregateN`; every stage grouped, of the same pipeline."""
+    co = _parse_co_arguments(first, args, inputs, first.stage)
+    for keyed in co.stages[1:]:
         if not isinstance(keyed, StageWithKey):
             raise DagValidationError(
-                f"stage '{first.stage.name}': a keyed aggregate{inputs} takes stages grouped "
+                f"stage '{first.stage.name}': a grouped aggregate{inputs} takes stages grouped "
                 f"by a key (stage.grouping_key(fn)), got {keyed!r}"
             )
         first.stage._check_same_pipeline(keyed.stage, f"aggregate{inputs}")
-    _check_op(aggr_op, first.stage.name)
-    return stages, aggr_op, output
+    return co
 
 
 def _usage(stage: Any, inputs: int) -> str:
-    others = ", ".join(f"stage{i}" for i in range(1, inputs))
-    ops = ", ".join(f"op{i}, stage{i + 1}" for i in range(inputs - 1))
+    stages = ", ".join(f"stage{i}" for i in range(1, inputs))
+    pairs = ", ".join(f"stage{i}, op{i}" for i in range(1, inputs))
     return (
-        f"stage '{stage.name}': aggregate{inputs} takes ({others}, op) with an operation of "
-        f"{inputs} inputs, or ({ops.replace(f'stage{inputs}', '')}op{inputs - 1}[, "
-        "map_to_output_fn]) with one operation per input"
+        f"stage '{stage.name}': aggregate{inputs} takes ({stages}, op[, map_to_output_fn]) "
+        f"with an operation of {inputs} inputs, or (op0, {pairs}[, map_to_output_fn]) with "
+        "one operation per input"
     )
 
 
@@ -750,10 +786,8 @@ def _result_only(key: Any, result: Any) -> Any:
     return result
 
 
-def _distinct_item(start: int, end: int, key: Any, value: Any) -> Any:
-    from jetspark.core.pipeline.items import TimestampedItem
-
-    return TimestampedItem(end, value)
+def _distinct_item(start: int, end: int, item: Any) -> TimestampedItem:
+    return TimestampedItem(end, item)
 
 
 @dataclass(frozen=True)
@@ -766,33 +800,20 @@ class _Then:
 
 
 @dataclass(frozen=True)
-class _Unkeyed:
-    """`fn(result)` called as a keyed output function `(key, result)`."""
-
-    fn: Callable[[Any], Any]
-
-    def __call__(self, key: Any, result: Any) -> Any:
-        return self.fn(result)
-
-
-@dataclass(frozen=True)
-class _Unkeyed3:
-    """`fn(start, end, result)` called as a keyed window output `(start, end, key, result)`."""
-
-    fn: Callable[[int, int, Any], Any]
-
-    def __call__(self, start: int, end: int, key: Any, result: Any) -> Any:
-        return self.fn(start, end, result)
-
-
-@dataclass(frozen=True)
-class _KeySpread:
-    """`fn(key, r0, r1, ...)` called as `(key, (r0, r1, ...))`."""
+class _Output:
+    """A user's output function, called with the leading arguments it takes (`drop`: the
+    position of one it does not, such as the constant key of an ungrouped window) and the
+    result, spread into one argument per input when `spread`."""
 
     fn: Callable[..., Any]
+    spread: bool = False
+    drop: int | None = None
 
-    def __call__(self, key: Any, results: tuple[Any, ...]) -> Any:
-        return self.fn(key, *results)
+    def __call__(self, *args: Any) -> Any:
+        *head, result = args
+        if self.drop is not None:
+            del head[self.drop]
+        return self.fn(*head, *result) if self.spread else self.fn(*head, result)
 
 
 @dataclass(frozen=True)

@@ -357,7 +357,7 @@ class WindowTransform(Transform):
         aggr_op: AggregateOperation,
         map_to_output_fn: Callable[[int, int, Any, Any], Any],
     ) -> None:
-        super().__init__(upstream)
+        super().__init__(upstream, timestamped=True)
         self.window = window
         self.grouped = key_fns is not None
         self.key_fns = list(key_fns) if key_fns is not None else [_constant_key] * len(upstream)
@@ -369,12 +369,17 @@ class WindowTransform(Transform):
         return self.window.frame_size
 
     def emits_events(self, planner: Planner) -> bool:
-        return False
+        """Results stay plain for sinks; a stage after the window gets them as JetEvents, so
+        it can window them again (Jet's timestamped results)."""
+        return not all(is_unwrap(t) for t in planner.downstream(self))
 
     def add_to_dag(self, planner: Planner) -> None:
         keys = planner.on_items(self.key_fns, self.upstream)
         op = planner.accumulating_items(self.aggr_op, self.upstream)
         timestamps = [_timestamp_fn(t, planner) for t in self.upstream]
+        output = self.map_to_output_fn
+        if planner.events(self):
+            output = _AtWindowEnd(output)
         window = self.window
         parallelism = self.local_parallelism if self.grouped else 1
 
@@ -385,7 +390,7 @@ class WindowTransform(Transform):
 
         if window.kind is WindowKind.SESSION:
             supplier = aggregate_to_session_window_p(
-                window.session_timeout, timestamps, keys, op, self.map_to_output_fn
+                window.session_timeout, timestamps, keys, op, output
             )
             vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, parallelism)
             planner.connect(self, vertex, spread)
@@ -393,7 +398,7 @@ class WindowTransform(Transform):
         policy = window.policy()
         if op.combine_fn is None:
             supplier = aggregate_to_sliding_window_p(
-                keys, timestamps, TimestampKind.EVENT, policy, op, self.map_to_output_fn
+                keys, timestamps, TimestampKind.EVENT, policy, op, output
             )
             vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, parallelism)
             planner.connect(self, vertex, spread)
@@ -407,7 +412,7 @@ class WindowTransform(Transform):
         second = planner.add_vertex(
             self,
             f"{prefix}2",
-            combine_to_sliding_window_p(policy, op, self.map_to_output_fn),
+            combine_to_sliding_window_p(policy, op, output),
             parallelism,
         )
         between = Edge.between(first, second).distributed()
@@ -417,6 +422,23 @@ class WindowTransform(Transform):
         else:
             planner.connect(self, first)
             planner.dag.edge(between.all_to_one())
+
+
+@dataclass(frozen=True)
+class _AtWindowEnd:
+    """A window's output as a JetEvent at the window's last instant, its end - 1, as Jet 0.7
+    stamps it: at the end itself, the watermark that closed the window would make it late."""
+
+    output_fn: Callable[[int, int, Any, Any], Any]
+
+    def __call__(self, start: int, end: int, key: Any, value: Any) -> JetEvent | None:
+        output = self.output_fn(start, end, key, value)
+        return None if output is None else JetEvent(end - 1, output)
+
+
+def is_unwrap(transform: Transform) -> bool:
+    """True for the step that hands a timestamped stage's items to a sink or processor."""
+    return isinstance(transform, StatelessTransform) and transform.step.kind == "unwrap"
 
 
 def _timestamp_fn(upstream: Transform, planner: Planner) -> Callable[[Any], int]:

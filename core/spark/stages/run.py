@@ -18,6 +18,7 @@ from jetspark.core.serialization import decode_batch
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
 from jetspark.core.spark.metrics import merge_metrics
+from jetspark.core.spark.modes import Mode
 from jetspark.core.spark.shipped_stores import free, shipped_contents
 from jetspark.core.spark.stages.plan import StagePlan, plan_stages
 from jetspark.core.spark.stages.records import LIST, MAP, METRICS, RESULT, is_collected_result
@@ -43,7 +44,9 @@ def run_staged_job(engine: EngineFacts, job: SparkJob, dag: DAG, config: JobConf
         job.translation = translation = translate(context, dag, plan, stages, shipped)
         final = _final_output(dag, stages, translation)
         results = final.filter(is_collected_result).collect()
-        job.publish_metrics(apply_results(engine.stores, results))
+        metrics = apply_results(engine.stores, results)
+        metrics.execution_mode = Mode.STAGES.value
+        job.publish_metrics(metrics)
         if has_rdd_sink(dag):
             job.rdd_reader = lambda name: _rdd_sink_items(final, name)
     except BaseException as failure:
