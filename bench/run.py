@@ -49,6 +49,7 @@ ROWS = (
     "latency",
     "watermark",
     "inference",
+    "pipeline",
 )
 _LOCAL_ROWS = frozenset({"local", "partitioner", "process"})
 """Rows that need no SparkContext in this process ("process" starts its own, per command)."""
@@ -257,7 +258,14 @@ def _spark_runners(
     spark: Any, corpora: Corpora, sizes: Sizes, rounds: int, quick_rounds: int
 ) -> dict[str, Callable[[], list[Row]]]:
     """The rows that run on `spark`, a `spark_rows.Spark`, by name."""
-    from bench import inference_rows, latency_rows, spark_rows, streaming_rows, watermark_rows
+    from bench import (
+        inference_rows,
+        latency_rows,
+        pipeline_rows,
+        spark_rows,
+        streaming_rows,
+        watermark_rows,
+    )
 
     text, megabytes = corpora.text(sizes.word_count), corpora.megabytes(sizes.word_count)
     return {
@@ -298,6 +306,9 @@ def _spark_runners(
         "watermark": lambda: watermark_rows.watermark_delay(spark, rounds),
         "inference": lambda: inference_rows.inference(
             spark, sizes.inference_items, sizes.stream_seconds, rounds
+        ),
+        "pipeline": lambda: pipeline_rows.pipeline_rows(
+            spark, corpora.one_file(sizes.word_count), megabytes, rounds, sizes.stream_seconds
         ),
     }
 

@@ -127,31 +127,50 @@ def exactly_once(mode: Any) -> Any:
 # ------------------------------------------------------------------ jetspark on Spark
 
 
-def spark_engine_rate(spark: Any, mode: Any, seconds: float) -> float:
+def spark_engine_rate(spark: Any, mode: Any, seconds: float, pipeline: bool = False) -> float:
     """Events per second SparkEngine reads exactly-once in execution mode `mode` over
     `seconds` of wall time once its first events went through; its committed windows checked
-    first."""
+    first. The job is the window DAG, or with `pipeline` the same count as a pipeline."""
     from jetspark.core import DirectorySnapshotStore
     from jetspark.processors import stream_journal_p, write_file_transactional_p
 
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-stream-") as root:
         out = Path(root, "out")
-        dag = window_dag(
-            stream_journal_p(event, partition_count=16),
-            write_file_transactional_p(str(out), window_line),
-        )
+        source = stream_journal_p(event, partition_count=16)
+        sink = write_file_transactional_p(str(out), window_line)
         job = spark.engine.new_job(
-            dag, exactly_once(mode), snapshot_store=DirectorySnapshotStore(root + "/snapshots")
+            window_pipeline(source, sink) if pipeline else window_dag(source, sink),
+            exactly_once(mode),
+            snapshot_store=DirectorySnapshotStore(root + "/snapshots"),
         )
+        counted = "add-timestamps" if pipeline else "watermarks"
         with cancelled_on_exit(job):
-            rate = steady_rate(job, seconds, lambda: events_in(job))
+            rate = steady_rate(job, seconds, lambda: events_in(job, counted))
         check_committed_windows(out, f"{mode.name} on Spark")
     return rate
 
 
-def events_in(job: Any) -> int:
+def window_pipeline(source: Any, sink: Any) -> Any:
+    """The window DAG's count as a pipeline: the same source and sink, the planner's DAG."""
+    from jetspark.core.pipeline import Pipeline, Sink, Source, WindowDefinition
+    from jetspark.processors.aggregate import counting
+    from jetspark.processors.windowing import KeyedWindowResult
+
+    pipeline = Pipeline.create("stock-exchange-windows")
+    (
+        pipeline.draw_from(Source("events", source, bounded=False))
+        .add_timestamps(_timestamp, 0)
+        .grouping_key(_ticker)
+        .window(WindowDefinition.sliding(WINDOW_MILLIS, SLIDE_MILLIS))
+        .aggregate(counting(), KeyedWindowResult)
+        .drain_to(Sink("sink", sink))
+    )
+    return pipeline
+
+
+def events_in(job: Any, vertex: str = "watermarks") -> int:
     """Events the job's watermark vertex received so far (its live counters)."""
-    return sum(sum(p.received_count.values()) for p in job.metrics.of_vertex("watermarks"))
+    return sum(sum(p.received_count.values()) for p in job.metrics.of_vertex(vertex))
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ ROWS = {
     *("13a", "13c", "13d", "13e", "14a"),
     *(f"{shape}{letter}" for shape in ("15", "16") for letter in "abcdefgh"),
     "17",
+    *("18a", "18b", "18c"),
 }
 OPTIONAL_ROWS = {"13b", "14b", "14c"}
 """Rows whose baseline needs the `bench` extra (pandas, pyarrow)."""

@@ -18,7 +18,7 @@ from jetspark.processors.sinks import (
     write_map_p,
 )
 from jetspark.processors.source_builder import BuiltSourceP, SourceBuffer, SourceSpec
-from jetspark.processors.sources import read_files_p, read_list_p, read_map_p
+from jetspark.processors.sources import read_files_p, read_list_p, read_map_p, read_rdd_p
 from jetspark.processors.stream_files import stream_files_p
 from jetspark.processors.stream_sources import read_stream_p, stream_socket_p, write_socket_p
 
@@ -75,13 +75,21 @@ class Sources:
         return Source(f"streamJournalSource({_label(journal)})", supplier, bounded=False)
 
     @staticmethod
-    def files(directory: str, glob: str = "*", charset: str = "utf-8") -> Source:
-        """The lines of the files in `directory` matching `glob`, bounded."""
+    def files(
+        directory: str, glob: str = "*", charset: str = "utf-8", shared_file_system: bool = False
+    ) -> Source:
+        """The lines of the files in `directory` matching `glob`, bounded. On a file system
+        every member sees (`shared_file_system`), each file is read once, by one member."""
         return Source(
             f"filesSource({directory}/{glob})",
-            read_files_p(directory, glob, charset),
+            read_files_p(directory, glob, charset, shared_file_system),
             bounded=True,
         )
+
+    @staticmethod
+    def rdd(rdd: Any, name: str = "rddSource") -> Source:
+        """The items of a Spark RDD, each member reading its partitions (SparkEngine only)."""
+        return Source(name, read_rdd_p(rdd), bounded=True)
 
     @staticmethod
     def file_watcher(directory: str, glob: str = "*", charset: str = "utf-8") -> Source:
