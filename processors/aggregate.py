@@ -100,6 +100,34 @@ class AggregateOperationBuilder:
         """Sets `accumulate(acc, item) -> acc`: one for all inbound ordinals, or one per ordinal."""
         return replace(self, accumulate_fns=PerOrdinal(accumulate_fns, "accumulate fn"))
 
+    def and_accumulate0(self, accumulate_fn: AccumulateFn) -> AggregateOperationBuilder:
+        """Sets the accumulate function of inbound ordinal 0 (Jet's `andAccumulate0`)."""
+        return self._and_accumulate_at(0, accumulate_fn)
+
+    def and_accumulate1(self, accumulate_fn: AccumulateFn) -> AggregateOperationBuilder:
+        """Sets the accumulate function of inbound ordinal 1 (after `and_accumulate0`)."""
+        return self._and_accumulate_at(1, accumulate_fn)
+
+    def and_accumulate2(self, accumulate_fn: AccumulateFn) -> AggregateOperationBuilder:
+        """Sets the accumulate function of inbound ordinal 2 (after ordinals 0 and 1)."""
+        return self._and_accumulate_at(2, accumulate_fn)
+
+    def _and_accumulate_at(
+        self, ordinal: int, accumulate_fn: AccumulateFn
+    ) -> AggregateOperationBuilder:
+        given = self.accumulate_fns
+        count = 0 if given is None else len(given)
+        if count != ordinal or (given is not None and not given.per_ordinal):
+            raise ValueError(
+                f"and_accumulate{ordinal}() follows and_accumulate0() .. "
+                f"and_accumulate{ordinal - 1}(), in order"
+                if ordinal
+                else "and_accumulate0() starts the per-ordinal accumulate functions"
+            )
+        fns = [given(i) for i in range(count)] if given is not None else []
+        per_ordinal = PerOrdinal([*fns, accumulate_fn], "accumulate fn", per_ordinal=True)
+        return replace(self, accumulate_fns=per_ordinal)
+
     def and_combine(self, combine_fn: CombineFn) -> AggregateOperationBuilder:
         """Sets `combine(acc, other) -> acc`, merging two partial results."""
         return replace(self, combine_fn=combine_fn)

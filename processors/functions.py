@@ -91,10 +91,18 @@ class PerOrdinal:
     Calling it with an ordinal returns that ordinal's function; a single function serves all.
     """
 
-    __slots__ = ("_fns", "_what")
+    __slots__ = ("_fns", "_what", "per_ordinal")
 
-    def __init__(self, fns: Callable[..., Any] | Sequence[Callable[..., Any]], what: str) -> None:
+    def __init__(
+        self,
+        fns: Callable[..., Any] | Sequence[Callable[..., Any]],
+        what: str,
+        *,
+        per_ordinal: bool = False,
+    ) -> None:
         self._what = what
+        self.per_ordinal = per_ordinal
+        """True when even a single function is for ordinal 0 only (Jet's `andAccumulate0`)."""
         if callable(fns):
             self._fns: tuple[Callable[..., Any], ...] = (fns,)
         elif isinstance(fns, Sequence):
@@ -112,7 +120,7 @@ class PerOrdinal:
     def __call__(self, ordinal: int) -> Callable[..., Any]:
         """The function for inbound edge `ordinal`."""
         fns = self._fns
-        if len(fns) == 1:
+        if len(fns) == 1 and not self.per_ordinal:
             return fns[0]
         if 0 <= ordinal < len(fns):
             return fns[ordinal]
@@ -127,7 +135,9 @@ class PerOrdinal:
     def map(self, transform: Callable[[Callable[..., Any]], Callable[..., Any]]) -> PerOrdinal:
         """The same shape with every function replaced by `transform(fn)`."""
         fns = [transform(fn) for fn in self._fns]
-        return PerOrdinal(fns[0] if len(fns) == 1 else fns, self._what)
+        return PerOrdinal(
+            fns[0] if len(fns) == 1 else fns, self._what, per_ordinal=self.per_ordinal
+        )
 
     def check_matches(self, other: PerOrdinal) -> None:
         """Raises ValueError when both give one function per ordinal but for different counts."""

@@ -10,14 +10,21 @@ import pytest
 
 from jetspark.processors.aggregate import (
     AggregateOperation,
+    aggregate_operation2,
+    aggregate_operation3,
     all_of,
     averaging,
+    co_aggregate,
     counting,
     linear_trend,
+    mapping,
     max_by,
     min_by,
+    pick_any,
+    reducing,
     summing,
     to_list,
+    to_map,
     to_set,
 )
 
@@ -185,3 +192,55 @@ def test_operations_pickle():
     ):
         clone = pickle.loads(pickle.dumps(op))
         assert clone.finish_fn(run(clone, [1, 2])) == op.finish_fn(run(op, [1, 2]))
+
+
+def test_per_ordinal_accumulate_functions_in_jets_style():
+    op = (
+        AggregateOperation.with_create(lambda: (0, 0, 0))
+        .and_accumulate0(lambda a, x: (a[0] + x, a[1], a[2]))
+        .and_accumulate1(lambda a, x: (a[0], a[1] + x, a[2]))
+        .and_accumulate2(lambda a, x: (a[0], a[1], a[2] + x))
+        .and_combine(lambda a, b: tuple(x + y for x, y in zip(a, b, strict=True)))
+        .and_export_finish(list)
+    )
+    assert op.arity == 3
+    acc = reduce(op.accumulate_fn(2), [5], reduce(op.accumulate_fn(0), [1, 2], op.create_fn()))
+    assert op.finish_fn(acc) == [3, 0, 5]
+    only_first = AggregateOperation.with_create(int).and_accumulate0(_count).and_finish(str)
+    with pytest.raises(ValueError, match="inbound ordinal 1"):
+        only_first.accumulate_fn(1)
+    with pytest.raises(ValueError, match="in order"):
+        AggregateOperation.with_create(int).and_accumulate1(_count)
+
+
+def _count(acc, item):
+    return acc + 1
+
+
+def test_to_map_pick_any_reducing_and_mapping():
+    assert to_map(len, str.upper).finish_fn(run(to_map(len, str.upper), ["a", "bb", "c"])) == {
+        1: "C",
+        2: "BB",
+    }
+    assert pick_any().finish_fn(two_halves(pick_any(), [None, 4, 5, 6])) == 4
+    product = reducing(1, int, lambda a, b: a * b)
+    assert product.finish_fn(two_halves(product, ["2", "3", "4"])) == 24
+    lengths = mapping(len, summing())
+    assert lengths.finish_fn(run(lengths, ["ab", "cde"])) == 5
+
+
+def test_co_aggregation_gives_one_result_per_input():
+    op = aggregate_operation2(counting(), to_list())
+    acc = reduce(op.accumulate_fn(0), ["a", "b"], op.create_fn())
+    acc = reduce(op.accumulate_fn(1), ["x"], acc)
+    assert op.finish_fn(op.combine_fn(acc, acc)) == (4, ["x", "x"])
+    ratio = aggregate_operation2(counting(), counting(), lambda a, b: b / a)
+    assert ratio.finish_fn(reduce(ratio.accumulate_fn(1), [1], run(ratio, [1, 2]))) == 0.5
+    three = aggregate_operation3(counting(), summing(), max_by())
+    acc = reduce(
+        three.accumulate_fn(2), [7, 9], reduce(three.accumulate_fn(1), [2, 3], three.create_fn())
+    )
+    assert three.finish_fn(acc) == (0, 5, 9)
+    assert co_aggregate([counting()], lambda results: results[0] * 10).finish_fn((3,)) == 30
+    with pytest.raises(ValueError, match="one input each"):
+        co_aggregate([op])

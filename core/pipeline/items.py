@@ -66,6 +66,10 @@ class ItemsByTag:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ItemsByTag) and other._values == self._values
 
+    def __hash__(self) -> int:
+        """A value's hash, as Jet's ItemsByTag has (its values must be hashable for it)."""
+        return hash(tuple(sorted((tag.index, value) for tag, value in self._values.items())))
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{tag!r}: {value!r}" for tag, value in self._values.items())
         return f"ItemsByTag({{{inner}}})"
