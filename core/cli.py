@@ -390,11 +390,11 @@ class EngineSession:
         wait_with_progress(job, context, group)
 
     def close(self) -> None:
-        """Stops the SparkContext this session created, if any."""
+        """Stops the SparkContext this session created, if any, and ends its driver JVM."""
         if self._created is not None:
             from jetspark.core.spark.session import stop_context
 
-            stop_context(self._created)
+            stop_context(self._created, end_jvm=True)
             self._created = None
 
     def close_during(self, work: Callable[[], None]) -> None:

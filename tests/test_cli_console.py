@@ -137,3 +137,67 @@ def test_stopping_a_context_leaves_its_accumulator_server_to_a_thread() -> None:
 
     assert context.server_at_stop is None  # SparkContext.stop skips its one-second wait
     assert server.shut_down.wait(timeout=60)
+
+
+class _Gateway:
+    """Just what `stop_context(..., end_jvm=True)` touches of a py4j gateway: `proc` is a
+    process that, like PySpark's driver JVM, exits at EOF on its stdin."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+        )
+        self.shut_down = False
+
+    def shutdown(self) -> None:
+        self.shut_down = True
+
+
+@pytest.fixture
+def own_gateway(monkeypatch: pytest.MonkeyPatch) -> _Gateway:
+    """A gateway jetspark launched and PySpark uses (a shared test context's is put back)."""
+    from pyspark import SparkContext
+
+    from jetspark.core.spark import session
+
+    gateway = _Gateway()
+    monkeypatch.setattr(SparkContext, "_gateway", gateway)
+    monkeypatch.setattr(SparkContext, "_jvm", object())
+    monkeypatch.setattr(session, "_own_gateway", gateway)
+    yield gateway
+    gateway.proc.kill()
+    gateway.proc.wait()
+
+
+def test_ending_the_jvm_with_its_context_leaves_nothing_running(own_gateway, capsys) -> None:
+    from pyspark import SparkContext
+
+    context = _Context()
+    server = context._accumulatorServer
+    server.handle_error = lambda request, address: print("Exception occurred", file=sys.stderr)
+
+    stop_context(context, end_jvm=True)  # type: ignore[arg-type]
+
+    assert own_gateway.shut_down and own_gateway.proc.poll() == 0  # exited, not killed
+    assert SparkContext._gateway is None and SparkContext._jvm is None  # the next one is new
+    server.handle_error(None, None)  # the JVM's exit closes its accumulator connection
+    assert capsys.readouterr().err == ""
+
+
+def test_a_stopped_context_keeps_its_jvm_unless_asked(own_gateway) -> None:
+    from pyspark import SparkContext
+
+    stop_context(_Context())  # type: ignore[arg-type]
+
+    assert not own_gateway.shut_down and own_gateway.proc.poll() is None
+    assert SparkContext._gateway is own_gateway
+
+
+def test_a_jvm_jetspark_did_not_launch_is_never_ended(own_gateway, monkeypatch) -> None:
+    from jetspark.core.spark import session
+
+    monkeypatch.setattr(session, "_own_gateway", None)  # the user's, or one recording its archive
+
+    stop_context(_Context(), end_jvm=True)  # type: ignore[arg-type]
+
+    assert not own_gateway.shut_down and own_gateway.proc.poll() is None

@@ -17,9 +17,11 @@ defaults only where the user set nothing. A user's own context is used as it is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Mapping
@@ -46,8 +48,13 @@ _LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?")
 _STANDALONE_MASTER = re.compile(r"spark://[^/\s:,]+:\d+(,[^/\s:,]+:\d+)*")
 _OTHER_MASTERS = ("yarn", "k8s://", "local-cluster[")
 _LOG_OPTION = "-Dlog4j2.configurationFile"
+JVM_EXIT_TIMEOUT = 10.0
+"""Seconds `stop_context(..., end_jvm=True)` waits for the driver JVM to exit."""
 _local_ip_set_here: str | None = None
 """The SPARK_LOCAL_IP this module set for the driver JVM it launches (a user's is left alone)."""
+_own_gateway: Any = None
+"""The gateway of the driver JVM this module launched, unless that JVM records the class archive
+(the recording ends it at this process's exit, `class_archive.Recording`)."""
 
 
 def check_master(master: str) -> None:
@@ -276,15 +283,46 @@ def _started(conf: SparkConf, master: str, gateway: Any, *, quiet: bool) -> Spar
     return context
 
 
-def stop_context(context: SparkContext) -> None:
+def stop_context(context: SparkContext, *, end_jvm: bool = False) -> None:
     """Stops `context` as `SparkContext.stop` does, without the up to a second PySpark waits for
     its accumulator server to notice (the server's handler polls once a second): that server
-    shuts down in a daemon thread of its own, which the process's exit may overtake."""
+    shuts down in a daemon thread of its own, which the process's exit may overtake.
+
+    With `end_jvm`, the driver JVM this module launched exits too before this returns (unless
+    it records the class archive): otherwise it outlives the process by about 0.3 s, holding
+    the process's stdout, which a pipe or a caller capturing the output waits for. A context
+    created later launches a new JVM.
+    """
     server = getattr(context, "_accumulatorServer", None)
     context._accumulatorServer = None  # type: ignore[assignment]
     context.stop()
     if server is not None:
+        if end_jvm:  # the JVM's exit closes its connection to the server: no error to print
+            server.handle_error = _ignore_request_error
         threading.Thread(target=server.shutdown, name="stop-accumulators", daemon=True).start()
+    if end_jvm:
+        _end_driver_jvm()
+
+
+def _ignore_request_error(request: Any, client_address: Any) -> None:
+    """A socketserver error handler that prints nothing."""
+
+
+def _end_driver_jvm() -> None:
+    """Ends the driver JVM of `_own_gateway` if it is still PySpark's: the gateway shuts down,
+    EOF on the JVM's stdin tells it to exit, and its exit is awaited (`JVM_EXIT_TIMEOUT`)."""
+    global _own_gateway
+    gateway, _own_gateway = _own_gateway, None
+    if gateway is None or SparkContext._gateway is not gateway:
+        return
+    SparkContext._gateway = None  # type: ignore[assignment]
+    SparkContext._jvm = None  # type: ignore[assignment]
+    gateway.shutdown()
+    jvm = gateway.proc
+    with contextlib.suppress(OSError):
+        jvm.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        jvm.wait(timeout=JVM_EXIT_TIMEOUT)
 
 
 def _launch_gateway(conf: SparkConf, master: str, *, quiet: bool) -> Any:
@@ -304,7 +342,10 @@ def _launch_gateway(conf: SparkConf, master: str, *, quiet: bool) -> Any:
             raise SparkStartError(f"Spark could not start on {master}: {why}") from error
         raise
     console.launched()
-    if recording is not None:
+    global _own_gateway
+    if recording is None:
+        _own_gateway = gateway
+    else:
         recording.finish_at_exit(gateway)
     return gateway
 
