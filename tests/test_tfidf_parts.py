@@ -23,8 +23,9 @@ from jetspark.processors.tfidf import (
     write_index,
 )
 from jetspark.processors.tfidf.errors import InputError
-from jetspark.processors.tfidf.index import check_writable
+from jetspark.processors.tfidf.index import check_writable, write_tsv
 from jetspark.processors.tfidf.parts import part_name
+from jetspark.processors.tfidf.tsv import write_parts_tsv
 
 pytestmark = pytest.mark.timeout(120)
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -140,3 +141,26 @@ def test_stopwords_derived_in_the_index_job_equal_the_derivation_job(
     open_index(one_job).write_tsv(tmp_path / "one.tsv")
     assert (tmp_path / "one.tsv").read_text() == (tmp_path / "two.tsv").read_text()
     assert open_index(one_job).stopwords == derived
+
+
+PARTS = {
+    0: [("alpha", ((1, 0.5), (0, 2.0))), ("delta", ((2, 1.0 / 3),))],
+    3: [("beta", ((0, 1e-17),)), ("echo", ((1, 4.0), (2, 0.1)))],
+    4: [("charlie", ((2, 7.25), (0, 0.0)))],
+    7: [("apple", ((0, 1.5),)), ("zulu", ((1, 2.5),))],
+}
+"""Parts as the sink writes them: each sorted by word, a word's postings in any order."""
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3, 8])
+def test_the_tsv_formatted_in_processes_equals_the_tsv_formatted_in_order(tmp_path, processes):
+    documents = ("a\tb", "a\\x", "plain.txt")  # escaping reorders the first two names
+    merged = sorted((entry for entries in PARTS.values() for entry in entries), key=lambda e: e[0])
+    write_tsv(tmp_path / "expected.tsv", documents, merged)
+
+    write_parts_tsv(
+        tmp_path / "index.tsv", documents, PARTS.__getitem__, sorted(PARTS), processes=processes
+    )
+
+    assert (tmp_path / "index.tsv").read_bytes() == (tmp_path / "expected.tsv").read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["expected.tsv", "index.tsv"]  # no scratch left

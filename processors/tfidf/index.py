@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,25 +127,33 @@ def write_tsv(
     documents: Sequence[str],
     entries: Iterable[tuple[str, Sequence[tuple[int, float]]]],
 ) -> None:
-    """Writes the TSV export of `entries` (word, postings), given in word order, atomically.
+    """Writes the TSV export of `entries` (word, postings), given in word order, atomically."""
+    lines = TsvLines(documents)
+    blocks = (lines.of(word, postings) for word, postings in entries)
+    write_atomically_with(os.fspath(path), lambda file: file.writelines(blocks))
 
-    A word's lines are sorted by document name and written as one string. Documents are listed
-    in name order, so unless escaping a tab, line break or backslash reorders their names,
+
+class TsvLines:
+    """The TSV export's lines, one word at a time, for an index of `documents`.
+
+    A word's lines are sorted by document name and made one string. Documents are listed in
+    name order, so unless escaping a tab, line break or backslash reorders their names,
     sorting the postings by doc id (in C) gives that order.
     """
-    names = [name.translate(_TSV_ESCAPES) for name in documents]
-    in_id_order = all(a <= b for a, b in itertools.pairwise(names))
-    by_name = None if in_id_order else lambda posting: names[posting[0]]
 
-    def blocks() -> Iterator[bytes]:
-        for word, postings in entries:
-            prefix = f"{word}\t"
-            lines = [
-                f"{prefix}{names[d]}\t{score!r}\n" for d, score in sorted(postings, key=by_name)
-            ]
-            yield "".join(lines).encode()
+    def __init__(self, documents: Sequence[str]) -> None:
+        self._names = [name.translate(_TSV_ESCAPES) for name in documents]
+        in_id_order = all(a <= b for a, b in itertools.pairwise(self._names))
+        self._by_name = None if in_id_order else self._name_of
 
-    write_atomically_with(os.fspath(path), lambda file: file.writelines(blocks()))
+    def _name_of(self, posting: tuple[int, float]) -> str:
+        return self._names[posting[0]]
+
+    def of(self, word: str, postings: Iterable[tuple[int, float]]) -> bytes:
+        """The lines of `word` and its postings, encoded as UTF-8."""
+        names, prefix = self._names, f"{word}\t"
+        ordered = sorted(postings, key=self._by_name)
+        return "".join([f"{prefix}{names[d]}\t{score!r}\n" for d, score in ordered]).encode()
 
 
 def check_writable(path: str | os.PathLike[str]) -> None:

@@ -46,9 +46,9 @@ from jetspark.processors.tfidf.index import (
     MANIFEST,
     SINGLE_FILE_SUFFIX,
     TfIdfIndex,
-    write_tsv,
 )
 from jetspark.processors.tfidf.tokenize import ASCII, TOKENIZERS
+from jetspark.processors.tfidf.tsv import write_parts_tsv
 
 VERSION = 3
 PART_STATS = "tfidf-index-parts"
@@ -232,8 +232,9 @@ class PartitionedIndex:
         return heapq.merge(*parts, key=lambda entry: entry[0])
 
     def write_tsv(self, path: str | os.PathLike[str]) -> None:
-        """Writes `word<TAB>document<TAB>score` lines to `path` atomically, part by part."""
-        write_tsv(path, self.documents, self.entries())
+        """Writes `word<TAB>document<TAB>score` lines to `path` atomically, the parts' lines
+        formatted in parallel (`tsv.write_parts_tsv`)."""
+        write_parts_tsv(path, self.documents, self._part_entries, sorted(self.parts))
 
     def _part_entries(self, partition: int) -> Iterator[tuple[str, Postings]]:
         """The entries of a partition's part, once its size and CRC-32 are found to match the
