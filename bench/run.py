@@ -22,6 +22,7 @@ markers.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import data
+from bench.compare import DEFAULT_ROWS as DEFAULT_COMPARED
+from bench.compare import IN_COMPARISON, compare, group_of
 from bench.report import Row, machine_facts, markdown, write_json
 
 ROWS = (
@@ -185,18 +188,36 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--smoke", action="store_true", help="tiny data, one round (CI)")
     parser.add_argument("--corpus", type=Path, metavar="DIR", help="real text instead")
-    parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated, of: %(default)s")
+    parser.add_argument(
+        "--rows",
+        help=f"comma-separated, of: {','.join(ROWS)} (default: all); with --compare also row "
+        f"numbers such as 2d (default: {','.join(DEFAULT_COMPARED)})",
+    )
     parser.add_argument("--rounds", type=int, help="rounds per comparison (default 3; smoke 1)")
     parser.add_argument("--mb", type=float, default=50.0, help="word count size (default 50)")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument(
         "--json", type=Path, default=_BENCH / "results" / "latest.json", help="%(default)s"
     )
+    parser.add_argument(
+        "--compare",
+        metavar="REF",
+        help="run the rows on the working tree and on git REF, alternating, and print each "
+        "row's new / old (bench/compare.py)",
+    )
     args = parser.parse_args(argv)
-    args.rows = [row.strip() for row in args.rows.split(",") if row.strip()]
-    unknown = set(args.rows) - set(ROWS)
-    if unknown:
-        parser.error(f"unknown rows {sorted(unknown)}; choose from {', '.join(ROWS)}")
+    chosen = args.rows.split(",") if args.rows else DEFAULT_COMPARED if args.compare else ROWS
+    args.rows = [row.strip() for row in chosen if row.strip()]
+    if args.compare:
+        for row in args.rows:
+            try:
+                group_of(row)
+            except ValueError as error:
+                parser.error(str(error))
+    else:
+        unknown = set(args.rows) - set(ROWS)
+        if unknown:
+            parser.error(f"unknown rows {sorted(unknown)}; choose from {', '.join(ROWS)}")
     if args.rounds is None:
         args.rounds = 1 if args.smoke else 3
     if args.corpus is not None and not args.corpus.is_dir():
@@ -345,9 +366,22 @@ def _replace_results(path: Path, table: str) -> None:
     path.write_text(f"{head}{begin}\n{table}{end}{tail}", encoding="utf-8")
 
 
+def _side_options(args: argparse.Namespace) -> list[str]:
+    """The options of this run that both sides of a `--compare` run take."""
+    options = ["--mb", f"{args.mb:g}", "--master", args.master]
+    if args.smoke:
+        options.append("--smoke")
+    if args.corpus is not None:
+        options += ["--corpus", str(args.corpus.resolve())]
+    return options
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Runs the benchmarks, prints the table, writes the JSON (and, for full runs, the docs)."""
+    """Runs the benchmarks, prints the table, writes the JSON (and, for full runs, the docs);
+    with `--compare`, the comparison with a git ref instead."""
     args = _parse(argv)
+    if args.compare:
+        sys.exit(compare(args.compare, args.rows, args.rounds, _side_options(args), _log))
     command = " ".join(["python -m bench", *(sys.argv[1:] if argv is None else argv)])
     with tempfile.TemporaryDirectory(prefix="jetspark-bench-") as root:
         rows, java = _run_rows(args, Corpora(Path(root), args.corpus))
@@ -359,7 +393,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     write_json(args.json, rows, machine, command, options)
     _log(f"wrote {args.json}")
-    if not args.smoke and set(args.rows) == set(ROWS):
+    full_run = not args.smoke and set(args.rows) == set(ROWS)
+    if full_run and IN_COMPARISON not in os.environ:
         results = _BENCH / "RESULTS.md"
         results.write_text(f"# Benchmark results\n\n{table}", encoding="utf-8")
         _replace_results(_DOCS, table)
