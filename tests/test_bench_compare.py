@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench.compare import (
+    GROUP_ROWS,
     alternate_sides,
     checked_out,
     comparisons,
@@ -20,7 +21,7 @@ from bench.compare import (
     package_path,
     table,
 )
-from bench.run import _parse
+from bench.run import ROWS, _parse
 
 
 def run_of(**rows: tuple[str, float]) -> dict[str, Any]:
@@ -109,6 +110,10 @@ def test_rows_map_to_the_bench_groups_that_produce_them():
     ]
     with pytest.raises(ValueError, match="unknown row '9z'"):
         group_of("9z")
+
+
+def test_every_group_of_the_bench_is_known():
+    assert [*GROUP_ROWS, "latency"] == sorted(ROWS, key=[*GROUP_ROWS, "latency"].index)
 
 
 def test_the_command_line_defaults_to_the_batch_rows_and_13a_and_15e():
