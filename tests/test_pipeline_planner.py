@@ -138,6 +138,38 @@ def test_stages_after_add_timestamps_get_events_stamped_beside_the_source() -> N
     ]
 
 
+def test_timestamped_results_read_only_by_sinks_need_no_unwrapping_vertex() -> None:
+    p = Pipeline.create()
+    names = p.draw_from(Sources.map("names"))
+    windows = (
+        p.draw_from(Sources.journal("trades"))
+        .add_timestamps(_first, 0)
+        .grouping_key(_second)
+        .window(WindowDefinition.tumbling(6))
+        .aggregate(counting())
+    )
+    windows.hash_join(names, JoinClause.join_map_entries(_key), _pair).drain_to(
+        Sinks.list("joined")
+    )
+    windows.grouping_key(_key).rolling_aggregate(counting()).drain_to(Sinks.list("rolling"))
+    assert names_of_sinks_inputs(p) == {
+        "listSink(joined)": "2-way hash-join-joiner",
+        "listSink(rolling)": "rolling-aggregate",
+    }
+
+
+def names_of_sinks_inputs(pipeline: Pipeline) -> dict[str, str]:
+    return {
+        e.dest_name: e.source_name
+        for e in pipeline.to_dag().edges()
+        if e.dest_name.startswith("listSink")
+    }
+
+
+def _key(entry: Any) -> Any:
+    return entry.key
+
+
 def test_a_session_window_is_one_distributed_stage() -> None:
     p = Pipeline.create()
     (

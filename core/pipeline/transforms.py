@@ -71,6 +71,13 @@ class Transform:
         input's; transforms whose output has no timestamps override it)."""
         return planner.events(self.upstream[0]) if self.upstream else False
 
+    def restamps(self, planner: Planner) -> bool:
+        """For a transform that computes its output from a timestamped item: whether the
+        output goes on as a JetEvent (a stage reads it) or plain (only sinks read it)."""
+        return planner.events(self.upstream[0]) and not all(
+            is_unwrap(t) for t in planner.downstream(self)
+        )
+
     def watermark_frame_size(self) -> int:
         """The frame size this transform emits windows at (0: none): the planner throttles
         watermarks to the greatest common divisor of all frame sizes, as Jet does."""
@@ -317,11 +324,13 @@ class RollingAggregateTransform(Transform):
         self.aggr_op = aggr_op
         self.map_to_output_fn = map_to_output_fn
 
+    def emits_events(self, planner: Planner) -> bool:
+        return self.restamps(planner)
+
     def add_to_dag(self, planner: Planner) -> None:
-        events = planner.events(self.upstream[0])
-        key = on_item(self.key_fn, events)
+        key = on_item(self.key_fn, planner.events(self.upstream[0]))
         op = planner.accumulating_items(self.aggr_op, self.upstream)
-        output = _RollingOutput(self.map_to_output_fn, events)
+        output = _RollingOutput(self.map_to_output_fn, planner.events(self))
         vertex = planner.add_vertex(
             self,
             planner.unique_name(self.name),
@@ -333,14 +342,14 @@ class RollingAggregateTransform(Transform):
 
 @dataclass(frozen=True)
 class _RollingOutput:
-    """`map_to_output_fn(key, result)`, re-stamped with the event's timestamp on events."""
+    """`map_to_output_fn(key, result)`, re-stamped with the event's timestamp when `restamp`."""
 
     map_to_output_fn: Callable[[Any, Any], Any]
-    events: bool
+    restamp: bool
 
     def __call__(self, item: Any, key: Any, result: Any) -> Any:
         output = self.map_to_output_fn(key, result)
-        if not self.events or output is None:
+        if not self.restamp or output is None:
             return output
         return JetEvent(item.timestamp, output)
 
@@ -477,14 +486,18 @@ class HashJoinTransform(Transform):
         self.output_fn = output_fn
         self.name = self.default_name = f"{len(upstream)}-way hash-join"
 
+    def emits_events(self, planner: Planner) -> bool:
+        return self.restamps(planner)
+
     def add_to_dag(self, planner: Planner) -> None:
         events = planner.events(self.upstream[0])
         key_fns = [on_item(clause.left_key_fn, events) for clause in self.clauses]
+        output = _JoinOutput(self.output_fn, events, planner.events(self))
         prefix = planner.unique_name(self.name)
         joiner = planner.add_vertex(
             self,
             f"{prefix}-joiner",
-            hash_join_p(key_fns, _JoinOutput(self.output_fn, events)),
+            hash_join_p(key_fns, output),
             self.local_parallelism,
         )
         planner.dag.edge(planner.edge_from(self.upstream[0]).to(joiner, 0))
@@ -505,16 +518,20 @@ class HashJoinTransform(Transform):
 
 @dataclass(frozen=True)
 class _JoinOutput:
-    """`output_fn(item, looked_up)` on the payload, re-stamped on events."""
+    """`output_fn(item, looked_up)` on the payload of JetEvents (`events`), the output
+    re-stamped with the event's timestamp when `restamp`."""
 
     output_fn: Callable[[Any, list[Any]], Any]
     events: bool
+    restamp: bool
 
     def __call__(self, item: Any, looked_up: list[Any]) -> Any:
         if not self.events:
             return self.output_fn(item, looked_up)
         output = self.output_fn(item.item, looked_up)
-        return None if output is None else JetEvent(item.timestamp, output)
+        if output is None or not self.restamp:
+            return output
+        return JetEvent(item.timestamp, output)
 
 
 class ContextTransform(Transform):
@@ -537,9 +554,12 @@ class ContextTransform(Transform):
         self.fn = fn
         self.key_fn = key_fn
 
+    def emits_events(self, planner: Planner) -> bool:
+        return self.restamps(planner)
+
     def add_to_dag(self, planner: Planner) -> None:
         events = planner.events(self.upstream[0])
-        bound = _ContextFn(self.kind, self.fn, events, self.key_fn)
+        bound = _ContextFn(self.kind, self.fn, events, planner.events(self), self.key_fn)
         if self.kind == "flat_map":
             supplier = flat_map_using_context_p(self.factory, bound)
         else:
@@ -557,11 +577,13 @@ class ContextTransform(Transform):
 @dataclass(frozen=True)
 class _ContextFn:
     """A user's `fn(ctx, item)` (or `fn(ctx, key, item)` when keyed) as the processor's
-    `fn(ctx, item)`, on payloads, results re-stamped on events; filter as a map to the item."""
+    `fn(ctx, item)`, on the payloads of JetEvents (`events`), results re-stamped with the
+    event's timestamp when `restamp`; filter as a map to the item."""
 
     kind: str
     fn: Callable[..., Any]
     events: bool
+    restamp: bool
     key_fn: Callable[[Any], Any] | None
 
     def __call__(self, ctx: Any, item: Any) -> Any:
@@ -569,8 +591,8 @@ class _ContextFn:
         args = (ctx, payload) if self.key_fn is None else (ctx, self.key_fn(payload), payload)
         result = self.fn(*args)
         if self.kind == "filter":
-            return item if result else None
-        if not self.events or result is None:
+            return (item if self.restamp else payload) if result else None
+        if not self.restamp or result is None:
             return result
         if self.kind == "flat_map":
             return [JetEvent(item.timestamp, r) for r in result if r is not None]
