@@ -11,7 +11,6 @@ from typing import Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
 from jetspark.core.outbox import Outbox
-from jetspark.core.watermark import IDLE_MESSAGE
 from jetspark.processors.events import JetEvent
 from jetspark.processors.snapshots import ProcessorState
 
@@ -20,7 +19,8 @@ _SOURCE_STATE = ProcessorState("built_source")
 
 class SourceBuffer:
     """What `fill_buffer_fn(state, buffer)` fills: `add(item)` (with a timestamp on a
-    timestamped stream), and `close()` to end a bounded source."""
+    timestamped stream), and `close()` to end the source (a stream source may end too, as in
+    Jet 0.7: its job then completes)."""
 
     __slots__ = ("_items", "_timestamped", "closed")
 
@@ -43,7 +43,7 @@ class SourceBuffer:
             self._items.append(item)
 
     def close(self) -> None:
-        """Ends the source: no more items will be added (bounded sources only)."""
+        """Ends the source: no more items will be added."""
         self.closed = True
 
     def take(self) -> list[Any]:
@@ -68,9 +68,9 @@ class SourceSpec:
 
 
 class BuiltSourceP(AbstractProcessor):
-    """Calls `fill_buffer_fn` and emits what it added; completes once a bounded source's buffer
-    is closed. Not distributed, only the job's processor 0 reads (the others complete at once,
-    or, unbounded, say they are idle). Non-cooperative: the functions may block.
+    """Calls `fill_buffer_fn` and emits what it added; completes once the buffer is closed.
+    Not distributed, only the job's processor 0 reads (the others complete at once, as if they
+    were not there). Non-cooperative: the functions may block.
 
     Snapshot: `create_snapshot_fn(state)` with the items taken but not yet emitted; restored by
     `restore_snapshot_fn(state, saved)` with every saved value this processor takes over.
@@ -84,7 +84,6 @@ class BuiltSourceP(AbstractProcessor):
         """How many of `_pending` were emitted."""
         self._state: Any = None
         self._active = False
-        self._idle_sent = False
         self._restored: list[Any] = []
 
     def is_cooperative(self) -> bool:
@@ -98,20 +97,12 @@ class BuiltSourceP(AbstractProcessor):
 
     def complete(self) -> bool:
         if not self._active:
-            if self._spec.bounded:
-                return True
-            self._idle_sent = self._idle_sent or self.try_emit(IDLE_MESSAGE)
-            return False
+            return True  # a completed input holds no watermark back downstream
         if self._position == len(self._pending):
             if self._buffer.closed:
                 return True
             self._spec.fill_buffer_fn(self._state, self._buffer)
             self._pending, self._position = self._buffer.take(), 0
-            if self._buffer.closed and not self._spec.bounded:
-                raise ValueError(
-                    f"source '{self._spec.name}': buffer.close() ends a batch source; an "
-                    "unbounded stream source never closes its buffer"
-                )
         pending, offer = self._pending, self.outbox.offer
         while self._position < len(pending):
             if not offer(pending[self._position]):

@@ -459,3 +459,62 @@ def _triple(a: Any, b: Any, c: Any) -> tuple[Any, Any, Any]:
 
 def test_routing_names_are_the_edge_policies() -> None:
     assert {p.name for p in RoutingPolicy} >= {"UNICAST", "PARTITIONED", "BROADCAST"}
+
+
+def test_a_built_stream_source_may_end_its_stream_as_in_jet(engine: LocalEngine) -> None:
+    source = (
+        SourceBuilder.timestamped_stream("ticks", lambda context: [0])
+        .fill_buffer_fn(_count_up_timestamped)
+        .build()
+    )
+    p = Pipeline.create()
+    p.draw_from(source).window(WindowDefinition.tumbling(2)).aggregate(counting()).drain_to(
+        Sinks.list("windows")
+    )
+    engine.new_job(p).join(60)  # completes: the source closed its buffer
+    assert sorted(engine.get_list("windows")) == [TimestampedItem(2, 2), TimestampedItem(4, 2)]
+
+
+def _count_up_timestamped(state: list[int], buffer: Any) -> None:
+    if state[0] == 4:
+        buffer.close()
+        return
+    buffer.add(f"tick {state[0]}", state[0])
+    state[0] += 1
+
+
+def test_a_sliding_window_refuses_an_operation_without_combine_naming_the_stage() -> None:
+    no_combine = AggregateOperation.with_create(list).and_accumulate(_append).and_finish(len)
+    p = Pipeline.create()
+    stamped = p.draw_from(Sources.journal("events")).add_timestamps(_first, 0).set_name("ticks")
+    with pytest.raises(DagValidationError, match="'ticks': a sliding-window combines"):
+        stamped.window(WindowDefinition.sliding(4, 2)).aggregate(no_combine)
+    with pytest.raises(DagValidationError, match="session-window"):
+        stamped.grouping_key(_second).window(WindowDefinition.session(3)).aggregate(no_combine)
+    stamped.window(WindowDefinition.tumbling(4)).aggregate(no_combine).drain_to(Sinks.list("ok"))
+
+
+def test_pipeline_drain_to_merges_stages_and_peek_filters_what_it_logs(
+    engine: LocalEngine, caplog: Any
+) -> None:
+    engine.get_list("a").extend([1, 2])
+    engine.get_list("b").extend([3])
+    p = Pipeline.create()
+    a = p.draw_from(Sources.list("a")).peek(lambda n: f"n={n}", lambda n: n > 1).set_name("a+")
+    p.drain_to(Sinks.list("both"), a, p.draw_from(Sources.list("b")))
+    with caplog.at_level("INFO", logger="jetspark"):
+        engine.new_job(p).join(60)
+    assert sorted(engine.get_list("both")) == [1, 2, 3]
+    assert [r.getMessage() for r in caplog.records if "Output forwarded" in r.getMessage()] == [
+        "Output forwarded: n=2"
+    ]
+    assert p.to_dot().startswith("digraph")
+
+
+def test_a_keyed_custom_transform_gets_its_input_partitioned_by_the_key() -> None:
+    from jetspark.processors import noop_p
+
+    p = Pipeline.create()
+    keyed = p.draw_from(Sources.list("words")).grouping_key(str.lower)
+    keyed.custom_transform("mine", noop_p()).drain_to(Sinks.list("out"))
+    assert shape(p)[0] == ("listSource(words)", "mine", "PARTITIONED", True, 0)

@@ -7,7 +7,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
 from jetspark.core.pipeline.connectors import Sink, Source
 from jetspark.core.pipeline.planner import Planner
-from jetspark.core.pipeline.stages import BatchStage, StreamStage
+from jetspark.core.pipeline.stages import BatchStage, ComputeStage, SinkStage, StreamStage
 from jetspark.core.pipeline.transforms import SourceTransform, Transform
 
 
@@ -52,6 +52,20 @@ class Pipeline:
                 "the stages first (stage.merge(other)) or create a second sink"
             )
         self._sinks[id(sink)] = stage
+
+    def drain_to(self, sink: Sink, *stages: ComputeStage) -> SinkStage:
+        """Drains the items of every stage in `stages` into `sink` (Jet's `Pipeline.drainTo`):
+        the stages are merged first, so they must be of one kind."""
+        if not stages:
+            raise DagValidationError("Pipeline.drain_to(sink, *stages) needs at least one stage")
+        merged = stages[0]
+        for stage in stages[1:]:
+            merged = merged.merge(stage)
+        return merged.drain_to(sink)
+
+    def to_dot(self) -> str:
+        """The planned DAG in Graphviz's dot language (`DAG.to_dot`)."""
+        return self.to_dag().to_dot()
 
     def to_dag(self) -> DAG:
         """The Core DAG this pipeline plans to: a vertex (or a `-step1`/`-step2` pair) per

@@ -3,6 +3,7 @@ adds a transform to the pipeline and returns the stage of its output (manual §4
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from jetspark.core.pipeline.transforms import (
     timestamped_entry,
     timestamped_item,
 )
-from jetspark.core.pipeline.windows import WindowDefinition
+from jetspark.core.pipeline.windows import WindowDefinition, WindowKind
 from jetspark.processors.aggregate import AggregateOperation, co_aggregate, pick_any
 from jetspark.processors.functions import entry, whole_item
 from jetspark.processors.transforms import ContextFactory
@@ -100,13 +101,19 @@ class ComputeStage(Stage):
         """Emits every item of the iterable or traverser `flat_map_fn(item)` returns."""
         return self._stateless("flat_map", flat_map_fn, "flat-map")
 
-    def peek(self, to_string_fn: Callable[[Any], str] | None = None) -> Any:
-        """Logs each item (`to_string_fn(item)`, else `str`) at INFO as it passes."""
+    def peek(
+        self,
+        to_string_fn: Callable[[Any], str] | None = None,
+        should_log_fn: Callable[[Any], bool] | None = None,
+    ) -> Any:
+        """Logs each item (`to_string_fn(item)`, else `str`) at INFO as it passes; with
+        `should_log_fn`, only the items it accepts."""
         to_string = str if to_string_fn is None else to_string_fn
         _check_callable(to_string, "peek", self.name)
-        return self._then(
-            StatelessTransform(self.transform, Step("peek", _Peek(self.name, to_string)), "peek")
-        )
+        if should_log_fn is not None:
+            _check_callable(should_log_fn, "peek", self.name)
+        peek = _Peek(self.name, to_string, should_log_fn)
+        return self._then(StatelessTransform(self.transform, Step("peek", peek), "peek"))
 
     def merge(self, other: ComputeStage) -> Any:
         """Every item of this stage and of `other` (a stage of the same kind)."""
@@ -371,6 +378,14 @@ class StageWithKey:
         )
         return self.stage._then(transform)
 
+    def custom_transform(self, name: str, processor_supplier: Any) -> Any:
+        """A vertex of any Core API processor, its input partitioned by this stage's key, so
+        the items of one key always reach the same processor."""
+        stage = self.stage
+        upstream = stage._payloads()
+        key = self.key_fn
+        return stage._then(CustomTransform(upstream, name, processor_supplier, key))
+
     def map_using_context(
         self, context_factory: ContextFactory, map_fn: Callable[[Any, Any, Any], Any]
     ) -> Any:
@@ -521,6 +536,7 @@ class StageWithWindow:
         constant) or a TimestampedItem per window."""
         for stage in stages:
             _check_window(stage, self.window_definition)
+        _check_window_operation(aggr_op, self.window_definition, self.stage.name)
         output = timestamped_item if map_to_output_fn is None else map_to_output_fn
         transform = WindowTransform(
             [s.transform for s in stages], self.window_definition, None, aggr_op, output
@@ -587,6 +603,7 @@ class StageWithKeyAndWindow:
     ) -> StreamStage:
         for k in keyed:
             _check_window(k.stage, self.window_definition)
+        _check_window_operation(aggr_op, self.window_definition, self.stage.name)
         output = timestamped_entry if map_to_output_fn is None else map_to_output_fn
         transform = WindowTransform(
             [k.stage.transform for k in keyed],
@@ -697,6 +714,20 @@ def _check_window(stage: Any, window: WindowDefinition) -> None:
         raise DagValidationError(
             f"stage '{stage.name}': a window needs event timestamps: call "
             "add_timestamps(timestamp_fn, allowed_lag) before window(...)"
+        )
+
+
+def _check_window_operation(
+    aggr_op: AggregateOperation, window: WindowDefinition, stage: str
+) -> None:
+    """A sliding or session window merges partial results: its operation must combine."""
+    if aggr_op.combine_fn is None and not (
+        window.kind is not WindowKind.SESSION and window.window_size == window.slide_by
+    ):
+        raise DagValidationError(
+            f"stage '{stage}': a {window.describe()} combines partial results, so its "
+            "AggregateOperation needs a combine function (and_combine(fn)); a tumbling window "
+            "does without one"
         )
 
 
@@ -847,9 +878,10 @@ class _Peek:
 
     stage: str
     to_string: Callable[[Any], str]
+    should_log: Callable[[Any], bool] | None = None
 
     def __call__(self, item: Any) -> Any:
         logger = vertex_logger(self.stage)
-        if logger.isEnabledFor(20):
+        if logger.isEnabledFor(logging.INFO) and (self.should_log is None or self.should_log(item)):
             logger.info("Output forwarded: %s", self.to_string(item))
         return item

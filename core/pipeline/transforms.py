@@ -601,12 +601,20 @@ class _ContextFn:
 
 class CustomTransform(Transform):
     """`custom_transform(name, supplier)`: a vertex of any Core API processor, fed the items
-    as the user sees them (the stage unwraps events before it)."""
+    as the user sees them (the stage unwraps events before it); on a keyed stage its input is
+    partitioned by the key across members (`partition_key`)."""
 
-    def __init__(self, upstream: Transform, name: str, supplier: Any) -> None:
+    def __init__(
+        self,
+        upstream: Transform,
+        name: str,
+        supplier: Any,
+        partition_key: Callable[[Any], Any] | None = None,
+    ) -> None:
         super().__init__((upstream,))
         self.name = self.default_name = name
         self.supplier = supplier
+        self.partition_key = partition_key
 
     def emits_events(self, planner: Planner) -> bool:
         return False
@@ -615,7 +623,11 @@ class CustomTransform(Transform):
         vertex = planner.add_vertex(
             self, planner.unique_name(self.name), self.supplier, self.local_parallelism
         )
-        planner.connect(self, vertex)
+        key = self.partition_key
+        if key is None:
+            planner.connect(self, vertex)
+        else:
+            planner.connect(self, vertex, lambda edge, _: edge.distributed().partitioned(key))
 
 
 class SinkTransform(Transform):
