@@ -26,9 +26,10 @@ from jetspark.core.spark.guarantees import (
 )
 from jetspark.core.spark.job import SparkJob
 from jetspark.core.spark.microbatch.run import run_micro_batch_job
-from jetspark.core.spark.modes import Mode, choose_mode, task_slots
+from jetspark.core.spark.modes import Mode, choose_mode
 from jetspark.core.spark.session import spark_context_of, stop_context
 from jetspark.core.spark.shipping import ship_package
+from jetspark.core.spark.slots import release_slots, task_slots
 from jetspark.core.spark.stages.explain import explain_plan
 from jetspark.core.spark.stages.plan import plan_stages
 from jetspark.core.spark.stages.run import persisted_stages, run_staged_job
@@ -162,8 +163,6 @@ class SparkEngine:
                 "running context (SparkEngine() starts one)"
             )
         store = check_streaming_job(self.context, dag, config, snapshot_store, restore_from)
-        mode = choose_mode(self.context, dag, config, self.members)
-        modules_used = self.user_code.prepare(dag)
 
         def restart() -> Job:
             kept = store_for_restart(store)
@@ -171,16 +170,21 @@ class SparkEngine:
             return self.new_job(dag, config, snapshot_store=kept, restore_from=latest)
 
         job = SparkJob(
-            next(_job_ids),
-            config.name,
-            self.context,
-            snapshot_store=store,
-            restart=restart,
-            execution_mode=mode,
+            next(_job_ids), config.name, self.context, snapshot_store=store, restart=restart
         )
-        job.modules_used = modules_used
-        if store is not None:  # one job at a time per store: a second one is refused here
-            lease = acquire_store(store, job.name)
+        # one job at a time per store: a second one is refused here; a continuous job holds
+        # its task slots from its mode's choice until it ends
+        lease = acquire_store(store, job.name) if store is not None else None
+        try:
+            job.execution_mode = choose_mode(self.context, dag, config, self.members, holder=job)
+            job.modules_used = self.user_code.prepare(dag)
+        except BaseException:
+            release_slots(self.context, job)
+            if lease is not None:
+                lease.release()
+            raise
+        job.on_end(lambda error: release_slots(self.context, job))
+        if lease is not None:
             job.on_end(lambda error: lease.release())
         self._jobs = [j for j in self._jobs if not j.status.is_terminal] + [job]
         if isinstance(store, TemporarySnapshotStore):

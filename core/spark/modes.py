@@ -6,15 +6,18 @@
 - CONTINUOUS: every member a long-running task of one barrier stage (continuous/); AUTO picks it
   for unbounded jobs and jobs with a guarantee when the cluster has a task slot per member.
 
-A barrier stage needs all its tasks running at once: with fewer task slots than members Spark
-would wait for slots forever, so CONTINUOUS then fails at submit, naming both numbers.
+What Spark allows is decided here, at submit: a barrier stage needs all its tasks running at once,
+so CONTINUOUS needs a free task slot per member (slots.py: slots that running continuous jobs
+hold are not free), and Spark runs no barrier stage under dynamic allocation. Explicit
+CONTINUOUS fails at submit naming the numbers or the setting; AUTO runs the job otherwise
+(MICRO_BATCH with a guarantee, else STAGES) and logs why, once.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-import time
+from typing import Any
 
 from pyspark import SparkContext
 
@@ -22,13 +25,17 @@ from jetspark.core.config import ExecutionMode, JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
 from jetspark.core.spark.guarantees import stream_vertex
+from jetspark.core.spark.slots import (
+    EXECUTORS_WAIT_SECONDS,
+    configured_slots,
+    holders_text,
+    take_slots,
+    wait_for_slots,
+)
 from jetspark.core.suppliers import declares_unbounded
 
 _log = logging.getLogger("jetspark.spark")
-
-EXECUTORS_WAIT_SECONDS = 60.0
-"""On a cluster, how long the choice waits for executors to register before counting slots
-(they register some seconds after the context starts)."""
+DYNAMIC_ALLOCATION = "spark.dynamicAllocation.enabled"
 
 
 class Mode(enum.Enum):
@@ -39,31 +46,24 @@ class Mode(enum.Enum):
     CONTINUOUS = "continuous"
 
 
-def task_slots(context: SparkContext) -> int:
-    """How many tasks the cluster can run at once (all executors' cores / cores per task)."""
-    scheduler = context._jsc.sc()  # type: ignore[union-attr]
-    profile = scheduler.resourceProfileManager().defaultResourceProfile()
-    return int(scheduler.maxNumConcurrentTasks(profile))
+def barrier_refusal(context: SparkContext) -> str | None:
+    """Why Spark would refuse the barrier stage of a continuous job on `context`, naming the
+    setting, or None. Spark's own test decides (local masters ignore dynamic allocation)."""
+    conf = context._jsc.sc().conf()  # type: ignore[union-attr]
+    if context._jvm.org.apache.spark.util.Utils.isDynamicAllocationEnabled(conf):  # type: ignore[union-attr]
+        return (
+            f"{DYNAMIC_ALLOCATION} is true, and Spark runs no barrier stage under dynamic "
+            "allocation (SPARK-24942)"
+        )
+    return None
 
 
-def _slots_for(context: SparkContext, members: int, *, wait_for_all: bool = True) -> int:
-    """The cluster's task slots; on a cluster, waits (EXECUTORS_WAIT_SECONDS at most) until
-    there are `members` of them, or with `wait_for_all` False only until some executor
-    registered."""
-    slots = task_slots(context)
-    if slots >= members or context.master.startswith("local"):
-        return slots
-    needed = members if wait_for_all else 1
-    deadline = time.monotonic() + EXECUTORS_WAIT_SECONDS
-    while slots < needed and time.monotonic() < deadline:
-        time.sleep(0.2)
-        slots = task_slots(context)
-    return slots
-
-
-def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int) -> Mode:
+def choose_mode(
+    context: SparkContext, dag: DAG, config: JobConfig, members: int, holder: Any = None
+) -> Mode:
     """The mode `dag` runs in under `config` on `context` with `members` members; raises a clear
-    error for a combination that cannot run. An AUTO choice is logged with its reason."""
+    error for a combination that cannot run. An AUTO choice is logged with its reason. The job
+    `holder`, when given and run CONTINUOUS, holds its task slots until `release_slots`."""
     asked = config.execution_mode
     guaranteed = config.processing_guarantee is not ProcessingGuarantee.NONE
     stream = stream_vertex(dag)
@@ -90,7 +90,14 @@ def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int
                 f"vertex '{rdd_vertex}' reads or writes an RDD, which only RDD stages can: run "
                 "the job without execution_mode=CONTINUOUS"
             )
-        slots = _slots_for(context, members)
+        refusal = barrier_refusal(context)
+        if refusal is not None:
+            raise ValueError(
+                f"execution_mode=CONTINUOUS runs the job as one Spark barrier stage, but "
+                f"{refusal}: set {DYNAMIC_ALLOCATION}=false for this application, or let "
+                "execution_mode=AUTO run the job another way"
+            )
+        slots = wait_for_slots(context, members)
         if slots < members:
             advice = (
                 f"give the cluster more executor cores or run with members={slots}"
@@ -103,19 +110,32 @@ def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int
                 f"the job needs {members} task slots (one per member) and {context.master} has "
                 f"{slots}; {advice}"
             )
+        free, holders = take_slots(context, slots, members, holder)
+        if free < members:
+            raise ValueError(
+                f"execution_mode=CONTINUOUS runs every member as a task of its own, all at once: "
+                f"the job needs {members} task slots (one per member) and {context.master} has "
+                f"{slots}, {slots - free} of them held by running continuous jobs (members): "
+                f"{holders_text(holders)}; wait for one to end, or run with members={free}"
+            )
         return Mode.CONTINUOUS
     unbounded = [v.name for v in dag.vertices() if declares_unbounded(v.meta_supplier)]
     if not guaranteed and not unbounded:
         return Mode.STAGES
     if rdd_vertex is not None:
         return Mode.STAGES
-    slots = _slots_for(context, members, wait_for_all=False)
     reason = (
         f"it has a processing guarantee ({config.processing_guarantee.name})"
         if guaranteed
         else f"it is unbounded (source {unbounded[0]!r})"
     )
-    if slots >= members:
+    refusal = barrier_refusal(context)
+    if refusal is not None:
+        return _fallback(dag, config, guaranteed, f"{reason}, but {refusal}")
+    wanted = min(members, configured_slots(context.getConf(), context.master) or 1)
+    slots = wait_for_slots(context, wanted)
+    free, holders = take_slots(context, slots, members, holder)
+    if free >= members:
         _log.info(
             "%s runs CONTINUOUS: %s, and %s has %d task slots for its %d members",
             config.name or dag.name or "the job",
@@ -125,23 +145,21 @@ def choose_mode(context: SparkContext, dag: DAG, config: JobConfig, members: int
             members,
         )
         return Mode.CONTINUOUS
+    held = f", {slots - free} of them held by {holders_text(holders)}," if holders else ""
+    why = (
+        f"{reason}, but {context.master} has {slots} task slots{held} and continuous "
+        f"execution needs one per member ({members})"
+    )
+    return _fallback(dag, config, guaranteed, why)
+
+
+def _fallback(dag: DAG, config: JobConfig, guaranteed: bool, why: str) -> Mode:
+    """AUTO's choice when the job cannot run CONTINUOUS (`why`), logged once."""
     fallback = Mode.MICRO_BATCH if guaranteed else Mode.STAGES
     if fallback is Mode.MICRO_BATCH:
-        _refuse_unreplayable_source(
-            dag,
-            f"{context.master} has {slots} task slots for {members} members, so it would run "
-            "as micro-batches (CONTINUOUS needs a slot per member)",
-        )
-    _log.warning(
-        "%s runs as %s, not CONTINUOUS: %s, but %s has %d task slots and continuous execution "
-        "needs one per member (%d)",
-        config.name or dag.name or "the job",
-        fallback.name,
-        reason,
-        context.master,
-        slots,
-        members,
-    )
+        _refuse_unreplayable_source(dag, f"{why}, so it would run as micro-batches")
+    name = config.name or dag.name or "the job"
+    _log.warning("%s runs as %s, not CONTINUOUS: %s", name, fallback.name, why)
     return fallback
 
 
