@@ -16,9 +16,8 @@ FlatMapFn = Callable[[Any], Iterable[Any] | None]
 
 @dataclass(frozen=True)
 class Step:
-    """One stateless stage: `kind` is "map", "filter", "flat_map", "peek", "stamp" (wrap each
-    item with `fn(item)` as its timestamp) or "unwrap" (a JetEvent's item; `fn`, the identity,
-    where the items are plain); `fn` the function."""
+    """One stateless stage: `kind` is "map", "filter", "flat_map", "peek", or "unwrap" (a
+    JetEvent's item; `fn`, the identity, where the items are plain); `fn` the function."""
 
     kind: str
     fn: Callable[[Any], Any]
@@ -26,12 +25,7 @@ class Step:
 
 def output_is_events(steps: Sequence[Step], events: bool) -> bool:
     """Whether a chain's output items are JetEvents, given whether its input items are."""
-    for step in steps:
-        if step.kind == "stamp":
-            events = True
-        elif step.kind == "unwrap":
-            events = False
-    return events
+    return events and all(step.kind != "unwrap" for step in steps)
 
 
 def fuse(steps: Sequence[Step], events: bool) -> tuple[str, Callable[[Any], Any]]:
@@ -57,8 +51,6 @@ def fuse(steps: Sequence[Step], events: bool) -> tuple[str, Callable[[Any], Any]
 def _adapted(step: Step, events: bool) -> tuple[bool, Callable[[Any], Any]]:
     """(flat?, fn) for one step, working on JetEvents when `events`."""
     kind, fn = step.kind, step.fn
-    if kind == "stamp":
-        return False, _StampEvent(fn) if events else _Stamp(fn)
     if kind == "unwrap":
         return False, unwrap if events else fn
     if kind == "flat_map":
@@ -66,22 +58,6 @@ def _adapted(step: Step, events: bool) -> tuple[bool, Callable[[Any], Any]]:
     if kind == "filter":
         return False, _OnPayloadFilter(fn) if events else _KeepIf(fn)
     return False, _EventMap(fn) if events else fn  # map, peek
-
-
-@dataclass(frozen=True)
-class _Stamp:
-    timestamp_fn: Callable[[Any], int]
-
-    def __call__(self, item: Any) -> JetEvent:
-        return JetEvent(self.timestamp_fn(item), item)
-
-
-@dataclass(frozen=True)
-class _StampEvent:
-    timestamp_fn: Callable[[Any], int]
-
-    def __call__(self, event: JetEvent) -> JetEvent:
-        return JetEvent(self.timestamp_fn(event.item), event.item)
 
 
 @dataclass(frozen=True)

@@ -477,8 +477,72 @@ class StreamStageWithKey(StageWithKey):
         return self.stage.aggregate()
 
 
-class StageWithWindow:
+class _Windowed:
+    """What both windowed stages share: `aggregate2`, `aggregate3` and the builder, planned
+    into one WindowTransform over the stages' inputs."""
+
+    stage: StreamStage
+    window_definition: WindowDefinition
+    grouped: bool
+
+    def aggregate2(self, *args: Any) -> StreamStage:
+        """Per window (and key): `aggregate2(stage1, op2[, fn(start, end[, key], result)])`
+        or `aggregate2(op0, stage1, op1[, fn(start, end[, key], result0, result1)])`; the
+        stages keyed like this one."""
+        return self._window_args(args, 2)
+
+    def aggregate3(self, *args: Any) -> StreamStage:
+        """Per window (and key): `aggregate3(stage1, stage2, op3[, fn])` or `aggregate3(op0,
+        stage1, op1, stage2, op2[, fn(start, end[, key], r0, r1, r2)])`."""
+        return self._window_args(args, 3)
+
+    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
+        """A builder co-aggregating this stage (with `aggr_op0`) and others, per window."""
+        return AggregateBuilder(self, aggr_op0)
+
+    def _window_args(self, args: tuple[Any, ...], inputs: int) -> StreamStage:
+        if self.grouped:
+            co = _keyed_co_arguments(self._first, args, inputs)
+        else:
+            co = _co_arguments(self.stage, args, inputs)
+        drop = None if self.grouped else 2  # an ungrouped output function takes no key
+        output = None if co.output is None else _Output(co.output, co.spread, drop=drop)
+        return self._window(co.stages, co.aggr_op, output)
+
+    @property
+    def _first(self) -> Any:
+        """The first input as `aggregateN` pairs it with the others: a stage, or keyed."""
+        return self.stage
+
+    def _window(
+        self,
+        inputs: list[Any],
+        aggr_op: AggregateOperation,
+        map_to_output_fn: Callable[[int, int, Any, Any], Any] | None,
+    ) -> StreamStage:
+        """The windowed aggregation of `inputs` (stages, or keyed stages when grouped):
+        `map_to_output_fn(start, end, key, result)`, or a TimestampedEntry (grouped) or a
+        TimestampedItem per window."""
+        stages = [k.stage for k in inputs] if self.grouped else inputs
+        for stage in stages:
+            _check_window(stage, self.window_definition)
+        _check_window_operation(aggr_op, self.window_definition, self.stage.name)
+        default = timestamped_entry if self.grouped else timestamped_item
+        transform = WindowTransform(
+            [s.transform for s in stages],
+            self.window_definition,
+            [k.key_fn for k in inputs] if self.grouped else None,
+            aggr_op,
+            default if map_to_output_fn is None else map_to_output_fn,
+        )
+        self.stage.pipeline.register(transform)
+        return StreamStage(self.stage.pipeline, transform)
+
+
+class StageWithWindow(_Windowed):
     """A stream stage with a window: aggregates emit one `TimestampedItem` per window."""
+
+    grouped = False
 
     def __init__(self, stage: StreamStage, window: WindowDefinition) -> None:
         self.stage = stage
@@ -495,29 +559,10 @@ class StageWithWindow:
         output = None if map_to_output_fn is None else _Output(map_to_output_fn, drop=2)
         return self._window([self.stage], aggr_op, output)
 
-    def aggregate2(self, *args: Any) -> StreamStage:
-        """Per window: `aggregate2(stage1, op2[, fn(start, end, result)])` or
-        `aggregate2(op0, stage1, op1[, fn(start, end, result0, result1)])`."""
-        return self._window_args(args, 2)
-
-    def aggregate3(self, *args: Any) -> StreamStage:
-        """Per window: `aggregate3(stage1, stage2, op3[, fn(start, end, result)])` or
-        `aggregate3(op0, stage1, op1, stage2, op2[, fn(start, end, r0, r1, r2)])`."""
-        return self._window_args(args, 3)
-
     def grouping_key(self, key_fn: Callable[[Any], Any]) -> StageWithKeyAndWindow:
         """This windowed stage grouped by `key_fn(item)`: the same as grouping first."""
         _check_callable(key_fn, "grouping_key", self.stage.name)
         return StageWithKeyAndWindow(StreamStageWithKey(self.stage, key_fn), self.window_definition)
-
-    def _window_args(self, args: tuple[Any, ...], inputs: int) -> StreamStage:
-        co = _co_arguments(self.stage, args, inputs)
-        output = None if co.output is None else _Output(co.output, co.spread, drop=2)
-        return self._window(co.stages, co.aggr_op, output)
-
-    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
-        """A builder co-aggregating this stage and others, per window."""
-        return AggregateBuilder(self, aggr_op0)
 
     def distinct(
         self, map_to_output_fn: Callable[[int, int, Any], Any] | None = None
@@ -526,37 +571,21 @@ class StageWithWindow:
         `map_to_output_fn(start, end, item)`."""
         return self.grouping_key(whole_item).distinct(map_to_output_fn)
 
-    def _window(
-        self,
-        stages: list[Any],
-        aggr_op: AggregateOperation,
-        map_to_output_fn: Callable[[int, int, Any, Any], Any] | None,
-    ) -> StreamStage:
-        """The windowed aggregation; `map_to_output_fn(start, end, key, result)` (the key a
-        constant) or a TimestampedItem per window."""
-        for stage in stages:
-            _check_window(stage, self.window_definition)
-        _check_window_operation(aggr_op, self.window_definition, self.stage.name)
-        output = timestamped_item if map_to_output_fn is None else map_to_output_fn
-        transform = WindowTransform(
-            [s.transform for s in stages], self.window_definition, None, aggr_op, output
-        )
-        self.stage.pipeline.register(transform)
-        return StreamStage(self.stage.pipeline, transform)
 
-
-class StageWithKeyAndWindow:
+class StageWithKeyAndWindow(_Windowed):
     """A keyed stream stage with a window: aggregates emit one `TimestampedEntry` per window
     and key."""
 
+    grouped = True
+
     def __init__(self, keyed: StreamStageWithKey, window: WindowDefinition) -> None:
         self.keyed = keyed
+        self.stage = keyed.stage
         self.window_definition = window
 
     @property
-    def stage(self) -> StreamStage:
-        """The stream stage that was grouped."""
-        return self.keyed.stage
+    def _first(self) -> Any:
+        return self.keyed
 
     def aggregate(
         self,
@@ -568,25 +597,6 @@ class StageWithKeyAndWindow:
         _check_op(aggr_op, self.stage.name)
         return self._window([self.keyed], aggr_op, map_to_output_fn)
 
-    def aggregate2(self, *args: Any) -> StreamStage:
-        """Per window and key: `aggregate2(stage1_with_key, op2[, fn(start, end, key,
-        result)])` or `aggregate2(op0, stage1_with_key, op1[, fn(start, end, key, r0, r1)])`."""
-        return self._window_args(args, 2)
-
-    def aggregate3(self, *args: Any) -> StreamStage:
-        """Per window and key: `aggregate3(stage1, stage2, op3[, fn])` or `aggregate3(op0,
-        stage1, op1, stage2, op2[, fn(start, end, key, r0, r1, r2)])`, stages keyed."""
-        return self._window_args(args, 3)
-
-    def _window_args(self, args: tuple[Any, ...], inputs: int) -> StreamStage:
-        co = _keyed_co_arguments(self.keyed, args, inputs)
-        output = None if co.output is None else _Output(co.output, co.spread)
-        return self._window(co.stages, co.aggr_op, output)
-
-    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
-        """A builder co-grouping this stage and others per key and window."""
-        return AggregateBuilder(self, aggr_op0)
-
     def distinct(
         self, map_to_output_fn: Callable[[int, int, Any], Any] | None = None
     ) -> StreamStage:
@@ -594,26 +604,6 @@ class StageWithKeyAndWindow:
         `map_to_output_fn(start, end, item)`."""
         fn = _distinct_item if map_to_output_fn is None else map_to_output_fn
         return self.aggregate(pick_any(), _Output(fn, drop=2))
-
-    def _window(
-        self,
-        keyed: list[Any],
-        aggr_op: AggregateOperation,
-        map_to_output_fn: Callable[[int, int, Any, Any], Any] | None,
-    ) -> StreamStage:
-        for k in keyed:
-            _check_window(k.stage, self.window_definition)
-        _check_window_operation(aggr_op, self.window_definition, self.stage.name)
-        output = timestamped_entry if map_to_output_fn is None else map_to_output_fn
-        transform = WindowTransform(
-            [k.stage.transform for k in keyed],
-            self.window_definition,
-            [k.key_fn for k in keyed],
-            aggr_op,
-            output,
-        )
-        self.stage.pipeline.register(transform)
-        return StreamStage(self.stage.pipeline, transform)
 
 
 class HashJoinBuilder:
