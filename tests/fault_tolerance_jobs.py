@@ -34,7 +34,9 @@ from jetspark.processors import (
     insert_watermarks_p,
     map_p,
     read_journal_p,
+    read_list_p,
     write_file_transactional_p,
+    write_list_p,
     write_map_p,
 )
 from jetspark.processors.aggregate import counting
@@ -149,6 +151,15 @@ def run_to_completion(job: Job, timeout: float = 30) -> int:
 
 
 # ------------------------------------------------------------------ keyed counts
+
+
+def copy_dag(name: str = "copy", out: str = "out") -> DAG:
+    """list "in" -> list `out`, over a distributed edge."""
+    dag = DAG(name)
+    source = dag.new_vertex("source", read_list_p("in"))
+    sink = dag.new_vertex("sink", write_list_p(out))
+    dag.edge(between(source, sink).distributed())
+    return dag
 
 
 def words(count: int, keys: int = 7, seed: int = 1) -> list[str]:

@@ -57,14 +57,6 @@ def _identity(item: Any) -> Any:
     return item
 
 
-def _copy_dag() -> DAG:
-    dag = DAG("copy")
-    source = dag.new_vertex("source", read_list_p("in"))
-    sink = dag.new_vertex("sink", write_list_p("out"))
-    dag.edge(between(source, sink).distributed())
-    return dag
-
-
 def _unbounded_dag() -> DAG:
     dag = DAG("endless")
     source = dag.new_vertex("source", stream_journal_p("journal"))
@@ -78,7 +70,7 @@ def _unbounded_dag() -> DAG:
 
 def test_auto_runs_a_bounded_job_without_a_guarantee_as_stages(engine: Any) -> None:
     engine.get_list("in").extend(range(100))
-    job = engine.new_job(_copy_dag())
+    job = engine.new_job(jobs.copy_dag())
     job.join(120)
     assert job.execution_mode is Mode.STAGES
     assert job.metrics.execution_mode == "stages"
@@ -91,7 +83,7 @@ def test_auto_runs_a_job_with_a_guarantee_continuously_when_every_member_has_a_s
     engine.get_list("in").extend(range(100))
     config = JobConfig(processing_guarantee=EXACTLY_ONCE, name="guaranteed-copy")
     with caplog.at_level(logging.INFO, logger="jetspark.spark"):
-        job = engine.new_job(_copy_dag(), config)
+        job = engine.new_job(jobs.copy_dag(), config)
     job.join(120)
     assert job.execution_mode is Mode.CONTINUOUS
     assert job.metrics.execution_mode == "continuous"
@@ -108,7 +100,7 @@ def test_auto_falls_back_to_micro_batches_without_a_slot_per_member(
     engine.get_list("in").extend(range(100))
     config = JobConfig(processing_guarantee=EXACTLY_ONCE, snapshot_interval_millis=50)
     with caplog.at_level(logging.WARNING, logger="jetspark.spark"):
-        job = engine.new_job(_copy_dag(), config)
+        job = engine.new_job(jobs.copy_dag(), config)
     job.join(120)
     assert job.execution_mode is Mode.MICRO_BATCH
     assert sorted(engine.get_list("out")) == list(range(100))
@@ -134,16 +126,16 @@ def test_continuous_with_too_few_slots_fails_at_submit_naming_both_numbers(
 
     engine = SparkEngine(spark_engine.context, members=3)
     with pytest.raises(ValueError, match=r"needs 3 task slots .* has 2"):
-        engine.new_job(_copy_dag(), continuous())
+        engine.new_job(jobs.copy_dag(), continuous())
 
 
 def test_micro_batch_needs_a_guarantee(engine: Any) -> None:
     with pytest.raises(ValueError, match="needs a processing guarantee"):
-        engine.new_job(_copy_dag(), JobConfig(execution_mode=ExecutionMode.MICRO_BATCH))
+        engine.new_job(jobs.copy_dag(), JobConfig(execution_mode=ExecutionMode.MICRO_BATCH))
 
 
 def test_explain_shows_the_continuous_plan(engine: Any) -> None:
-    text = engine.explain(_copy_dag(), continuous())
+    text = engine.explain(jobs.copy_dag(), continuous())
     assert text.splitlines()[0] == (
         "DAG 'copy' on Spark, CONTINUOUS: 2 members, one barrier stage of 2 long-running tasks "
         "(needs 2 task slots; local[2] has 2)"

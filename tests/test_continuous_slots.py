@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import fault_tolerance_jobs as jobs
 import pytest
 
 from jetspark.core import (
@@ -24,7 +25,7 @@ from jetspark.core import (
 from jetspark.core.spark.modes import Mode
 from jetspark.core.spark.slots import configured_slots
 from jetspark.edges import between
-from jetspark.processors import read_list_p, stream_journal_p, write_list_p
+from jetspark.processors import stream_journal_p, write_list_p
 
 EXACTLY_ONCE = ProcessingGuarantee.EXACTLY_ONCE
 
@@ -49,14 +50,6 @@ def dynamic_allocation(spark_engine: Any) -> Iterator[None]:
     finally:
         for key in settings:
             conf.remove(key)
-
-
-def _copy_dag(name: str) -> DAG:
-    dag = DAG(name)
-    source = dag.new_vertex("source", read_list_p("in"))
-    sink = dag.new_vertex("sink", write_list_p(f"{name}-out"))
-    dag.edge(between(source, sink).distributed())
-    return dag
 
 
 def _endless_dag() -> DAG:
@@ -85,7 +78,7 @@ def test_auto_runs_micro_batches_under_dynamic_allocation_and_says_why(
     engine.get_list("in").extend(range(100))
     config = JobConfig(processing_guarantee=EXACTLY_ONCE, snapshot_interval_millis=50)
     with caplog.at_level(logging.WARNING, logger="jetspark.spark"):
-        job = engine.new_job(_copy_dag("allocated"), config)
+        job = engine.new_job(jobs.copy_dag("allocated", "allocated-out"), config)
         job.join(120)
     assert job.execution_mode is Mode.MICRO_BATCH
     assert job.metrics.restarts == 0
@@ -99,7 +92,7 @@ def test_continuous_under_dynamic_allocation_fails_at_submit_naming_the_setting(
     engine: Any, dynamic_allocation: None
 ) -> None:
     with pytest.raises(ValueError, match=r"spark\.dynamicAllocation\.enabled is true"):
-        engine.new_job(_copy_dag("refused"), _continuous())
+        engine.new_job(jobs.copy_dag("refused", "refused-out"), _continuous())
 
 
 # ----------------------------------------------------------- slots held by running jobs
@@ -121,13 +114,13 @@ def test_slots_held_by_a_running_continuous_job_are_not_free(
             assert not holder.status.is_terminal and time.monotonic() < deadline
             time.sleep(0.05)
         with pytest.raises(ValueError) as refused:
-            engine.new_job(_copy_dag("second"), _continuous())
+            engine.new_job(jobs.copy_dag("second", "second-out"), _continuous())
         assert "has 2, 1 of them held by running continuous jobs (members): holder (1)" in str(
             refused.value
         )
         config = JobConfig(processing_guarantee=EXACTLY_ONCE, snapshot_interval_millis=50)
         with caplog.at_level(logging.WARNING, logger="jetspark.spark"):
-            beside = engine.new_job(_copy_dag("beside"), config)
+            beside = engine.new_job(jobs.copy_dag("beside", "beside-out"), config)
             beside.join(120)  # in the slot the holder leaves
         assert beside.execution_mode is Mode.MICRO_BATCH
         assert sorted(engine.get_list("beside-out")) == list(range(100))
@@ -137,7 +130,9 @@ def test_slots_held_by_a_running_continuous_job_are_not_free(
         holder.cancel()
         with contextlib.suppress(JobCancelledError):
             holder.join(120)
-    after = engine.new_job(_copy_dag("after"), _continuous())  # the holder's slot is free
+    after = engine.new_job(
+        jobs.copy_dag("after", "after-out"), _continuous()
+    )  # the holder's slot is free
     after.join(120)
     assert sorted(engine.get_list("after-out")) == list(range(100))
 

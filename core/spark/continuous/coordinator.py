@@ -23,7 +23,6 @@ import contextlib
 import dataclasses
 import logging
 import pickle
-import socket
 import threading
 import time
 from typing import Any
@@ -40,7 +39,8 @@ from jetspark.core.spark.continuous.control import (
     SilentPeerError,
 )
 from jetspark.core.spark.continuous.member import Welcome
-from jetspark.core.spark.continuous.settings import Liveness
+from jetspark.core.spark.continuous.settings import ContinuousSettings
+from jetspark.core.spark.continuous.sockets import listen
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.stages.records import LIST, MAP
 from jetspark.core.spark.task_restore import restore_spec
@@ -85,9 +85,8 @@ class ContinuousCoordinator:
         stores: Stores,
         store: DirectorySnapshotStore | None,
         restore_from: Snapshot | None,
-        host: str,
+        settings: ContinuousSettings,
         key: bytes,
-        liveness: Liveness,
         max_restarts: int,
     ) -> None:
         self._job_name = job_name
@@ -96,7 +95,7 @@ class ContinuousCoordinator:
         self._stores = stores
         self._store = store
         self._key = key
-        self._liveness = liveness
+        self._liveness = settings.liveness
         self._interval = config.snapshot_interval_millis / 1000
         self._max_restarts = max_restarts
         self.last_committed = restore_from
@@ -119,8 +118,21 @@ class ContinuousCoordinator:
         self._closed = threading.Event()
         self._cancelled = False
         self._connections: set[ControlConnection] = set()
-        self._server = socket.create_server((host, 0))
-        self.address: tuple[str, int] = (host, self._server.getsockname()[1])
+        self._server = listen(
+            settings.driver_bind,
+            settings.coordinator_ports,
+            f"{job_name}'s coordinator",
+            "spark.driver.bindAddress",
+        )
+        self.address: tuple[str, int] = (settings.driver_host, self._server.getsockname()[1])
+        """Where the members connect to the coordinator."""
+        _log.info(
+            "%s: the coordinator listens on %s:%d, members connect to %s:%d",
+            job_name,
+            settings.driver_bind,
+            self.address[1],
+            *self.address,
+        )
         threading.Thread(target=self._accept, name="jetspark-coordinator", daemon=True).start()
         if store is not None:
             threading.Thread(target=self._schedule, name="jetspark-snapshots", daemon=True).start()

@@ -35,7 +35,8 @@ from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.snapshot_store import DirectorySnapshotStore, held_by
 from jetspark.core.spark.continuous import control
 from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError, tag
-from jetspark.core.spark.continuous.settings import Liveness
+from jetspark.core.spark.continuous.settings import ContinuousSettings
+from jetspark.core.spark.continuous.sockets import connect, listen
 from jetspark.core.spark.continuous.streams import StreamExchange
 from jetspark.core.spark.failures import processor_failure_facts, task_failure
 from jetspark.core.spark.stages.task_stores import RESULT_BATCH, TaskStores
@@ -43,8 +44,8 @@ from jetspark.core.spark.task_restore import RestoreSpec
 
 _log = logging.getLogger("jetspark.spark")
 
-CONNECT_SECONDS = 120.0
-"""How long a member waits for a connection to the driver or another member to be made."""
+ACCEPT_SECONDS = 120.0
+"""How long a member waits for the members before it to connect to it."""
 METRICS_SECONDS = 0.5
 """How often a running member sends its metrics to the driver."""
 RESULTS_SECONDS = 0.01
@@ -218,8 +219,8 @@ class MemberTask:
     key: bytes
     """The run's secret: authenticates control messages and the members' connections."""
     store: DirectorySnapshotStore | None
-    liveness: Liveness
-    """Heartbeats with the driver (settings.py)."""
+    settings: ContinuousSettings
+    """Heartbeats with the driver, ports (settings.py)."""
     shipped: Any = None
 
     def __call__(self, partition: Iterator[Any]) -> Iterator[Any]:
@@ -231,8 +232,14 @@ class MemberTask:
         context = BarrierTaskContext.get()
         member = context.partitionId()
         host = member_host(context, member)
-        listener = socket.create_server((host, 0))
-        listener.settimeout(CONNECT_SECONDS)
+        settings = self.settings
+        listener = listen(
+            host,
+            settings.member_ports,
+            f"member {member}",
+            "SPARK_LOCAL_IP, else its executor's host",
+        )
+        listener.settimeout(ACCEPT_SECONDS)
         exchange: StreamExchange | None = None
         connection: ControlConnection | None = None
         try:
@@ -244,10 +251,11 @@ class MemberTask:
                 for entry in context.allGather(f"{context.taskAttemptId()} {host}:{port}")
             ]
             attempt = min(int(task_id) for task_id, _ in gathered)
+            who = f"member {member} on {host}"
             connection = ControlConnection(
-                socket.create_connection(self.driver, timeout=CONNECT_SECONDS),
+                connect(self.driver, settings.liveness.timeout, who, "the driver's coordinator"),
                 self.key,
-                self.liveness,
+                settings.liveness,
             )
             connection.send(control.HELLO, (self.token, member, attempt))
             welcome = _welcome(connection)
@@ -255,7 +263,9 @@ class MemberTask:
             state = ControlState(connection, cancel)
             threading.Thread(target=state.read, name="jetspark-control", daemon=True).start()
             addresses = [address for _, address in gathered]
-            peers = connect_members(listener, addresses, member, self.key, welcome.epoch)
+            peers = connect_members(
+                listener, addresses, member, self.key, welcome.epoch, settings.liveness.timeout
+            )
             exchange = StreamExchange(member, peers)
             self._run(member, welcome, state, exchange, cancel)
         finally:
@@ -340,7 +350,12 @@ def member_host(context: Any, member: int) -> str:
 
 
 def connect_members(
-    listener: socket.socket, addresses: list[str], member: int, key: bytes, epoch: str
+    listener: socket.socket,
+    addresses: list[str],
+    member: int,
+    key: bytes,
+    epoch: str,
+    timeout: float,
 ) -> dict[int, socket.socket]:
     """Connects this member to every other member of the stage attempt (`addresses`, by member
     index): it connects to the members after it and accepts the ones before it on `listener`.
@@ -350,12 +365,13 @@ def connect_members(
     try:
         for peer in range(member + 1, len(addresses)):
             peer_host, port = addresses[peer].rsplit(":", 1)
-            connection = socket.create_connection((peer_host, int(port)), timeout=CONNECT_SECONDS)
+            who = f"member {member} on {addresses[member].rsplit(':', 1)[0]}"
+            connection = connect((peer_host, int(port)), timeout, who, f"member {peer}")
             connection.sendall(_hello(member, key, epoch))
             connections[peer] = connection
         for _ in range(member):
             connection, _address = listener.accept()
-            connection.settimeout(CONNECT_SECONDS)
+            connection.settimeout(timeout)
             peer = _accepted_member(connection, key, epoch, len(addresses))
             connections[peer] = connection
     except BaseException:

@@ -20,7 +20,7 @@ from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot
 from jetspark.core.spark.continuous.coordinator import ContinuousCoordinator
 from jetspark.core.spark.continuous.member import MemberTask
-from jetspark.core.spark.continuous.settings import liveness_of
+from jetspark.core.spark.continuous.settings import settings_of
 from jetspark.core.spark.continuous.streams import PeerLostError
 from jetspark.core.spark.failures import processor_error
 from jetspark.core.spark.job import EngineFacts, SparkJob
@@ -52,8 +52,7 @@ def run_continuous_job(
         restore = held_in(store, restore_from) if store is not None else None
         shipped = context.broadcast(shipped_contents(dag, engine.stores))
         key = secrets.token_bytes(32)
-        liveness = liveness_of(context)
-        host = context.getConf().get("spark.driver.host", "127.0.0.1")
+        settings = settings_of(context)
         coordinator = ContinuousCoordinator(
             job.name,
             plan,
@@ -61,9 +60,8 @@ def run_continuous_job(
             engine.stores,
             store,
             restore,
-            host,
+            settings,
             key,
-            liveness,
             config.max_restarts,
         )
         job.read_metrics_live(coordinator.metrics)
@@ -72,7 +70,7 @@ def run_continuous_job(
         while True:
             token = secrets.token_hex(8)
             coordinator.begin_run(token)
-            task = MemberTask(plan, coordinator.address, token, key, store, liveness, shipped)
+            task = MemberTask(plan, coordinator.address, token, key, store, settings, shipped)
             context.setJobGroup(
                 job.group,
                 f"jetspark {name}: continuous, {plan.member_count} members",

@@ -3,7 +3,13 @@
 - `spark.jetspark.heartbeat.interval` (default 1s): how often the driver and each member tell
   each other that they are alive.
 - `spark.jetspark.heartbeat.timeout` (default: `spark.network.timeout`, 120s): how long either
-  end waits, hearing nothing at all, before it counts the other one as lost.
+  end waits, hearing nothing at all, before it counts the other one as lost; also how long a
+  connection may take to be made.
+- `spark.jetspark.coordinator.port`, `spark.jetspark.member.port` (default 0, any free port):
+  the first port the driver's coordinator and each member listen on, then up to
+  `spark.port.maxRetries` (16) more, as Spark's own ports.
+- The coordinator binds `spark.driver.bindAddress` (default `spark.driver.host`) and the members
+  connect to `spark.driver.host`, as Spark's driver does.
 
 Times take Spark's own notation (`500ms`, `30s`, `2min`); the members get the driver's values
 with their task.
@@ -16,6 +22,11 @@ from typing import Any
 
 HEARTBEAT_INTERVAL = "spark.jetspark.heartbeat.interval"
 HEARTBEAT_TIMEOUT = "spark.jetspark.heartbeat.timeout"
+COORDINATOR_PORT = "spark.jetspark.coordinator.port"
+MEMBER_PORT = "spark.jetspark.member.port"
+PORT_RETRIES = "spark.port.maxRetries"
+_DEFAULT_PORT_RETRIES = 16
+_LAST_PORT = 65535
 _DEFAULT_INTERVAL = "1s"
 _NETWORK_TIMEOUT = "spark.network.timeout"
 _DEFAULT_NETWORK_TIMEOUT = "120s"
@@ -38,11 +49,60 @@ class Liveness:
             )
 
 
-def liveness_of(context: Any) -> Liveness:
-    """The heartbeat settings of `context`'s configuration (module docstring)."""
+@dataclasses.dataclass(frozen=True)
+class PortRange:
+    """The ports a listener tries in turn: `first`, then up to `retries` more (`first` 0: any
+    free port); `key` is the setting that names `first`."""
+
+    first: int
+    retries: int
+    key: str
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.first <= _LAST_PORT:
+            raise ValueError(f"{self.key} must be a port from 0 to {_LAST_PORT}, got {self.first}")
+
+    def candidates(self) -> range:
+        """The ports to try, in order."""
+        if self.first == 0:
+            return range(0, 1)
+        return range(self.first, min(self.first + self.retries, _LAST_PORT) + 1)
+
+    def text(self) -> str:
+        """The ports, for a message."""
+        ports = self.candidates()
+        if self.first == 0:
+            return "any free port"
+        return f"port {ports[0]}" if len(ports) == 1 else f"ports {ports[0]}-{ports[-1]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ContinuousSettings:
+    """The settings of a continuous job's connections (module docstring)."""
+
+    liveness: Liveness
+    coordinator_ports: PortRange
+    member_ports: PortRange
+    driver_bind: str
+    """The address the coordinator listens on."""
+    driver_host: str
+    """The address the members connect to."""
+
+
+def settings_of(context: Any) -> ContinuousSettings:
+    """The settings of `context`'s configuration (module docstring)."""
     conf = context._jsc.sc().conf()  # Spark's own parser of time strings
     network = conf.getTimeAsSeconds(_NETWORK_TIMEOUT, _DEFAULT_NETWORK_TIMEOUT)
-    return Liveness(
+    liveness = Liveness(
         interval=conf.getTimeAsMs(HEARTBEAT_INTERVAL, _DEFAULT_INTERVAL) / 1000,
         timeout=conf.getTimeAsMs(HEARTBEAT_TIMEOUT, f"{network}s") / 1000,
+    )
+    retries = conf.getInt(PORT_RETRIES, _DEFAULT_PORT_RETRIES)
+    host = conf.get("spark.driver.host", "127.0.0.1")
+    return ContinuousSettings(
+        liveness,
+        PortRange(conf.getInt(COORDINATOR_PORT, 0), retries, COORDINATOR_PORT),
+        PortRange(conf.getInt(MEMBER_PORT, 0), retries, MEMBER_PORT),
+        driver_bind=conf.get("spark.driver.bindAddress", host),
+        driver_host=host,
     )
