@@ -63,25 +63,46 @@ def _master_url(text: str) -> str:
     return text
 
 
+def mode_of(job: Job) -> str:
+    """How `job` ran: "local", or on Spark "stages", "micro_batch" or "continuous"."""
+    spark_mode = getattr(job, "execution_mode", None)  # a SparkJob's chosen Mode
+    return job.metrics.execution_mode if spark_mode is None else spark_mode.value
+
+
+def chosen_engine(args: argparse.Namespace, spark: Any = None) -> str:
+    """ "spark" or "local": `--engine` if given, else Spark under spark-submit or with a context
+    handed in, else the program's default (`add_engine_arguments(default_engine=...)`)."""
+    if getattr(args, "engine", None):
+        return str(args.engine)
+    if spark is not None:
+        return "spark"
+    from jetspark.core.spark.session import under_spark_submit
+
+    return "spark" if under_spark_submit() else getattr(args, "default_engine", "spark")
+
+
 def add_engine_arguments(
     parser: argparse.ArgumentParser,
     *,
     choose_engine: bool = True,
-    engine_default: str = "spark",
+    default_engine: str = "spark",
     members: int | None = None,
     ui_default: str | None = None,
 ) -> None:
-    """Adds `--engine spark|local` (unless not `choose_engine`; `engine_default` describes its
-    default), `--master URL`, `--members N` (default `members`, else Spark's default
-    parallelism and 1 on the local engine) and, when `ui_default` describes when the Spark UI is
-    on by default, `--spark-ui`/`--no-spark-ui` (None when not given: see `EngineSession.of`)."""
+    """Adds `--engine spark|local` (unless not `choose_engine`; `default_engine` when it is not
+    given, except that a program spark-submit runs, or one handed a SparkContext, uses Spark),
+    `--master URL`, `--members N` (default `members`, else Spark's default parallelism and 1 on
+    the local engine) and, when `ui_default` describes when the Spark UI is on by default,
+    `--spark-ui`/`--no-spark-ui` (None when not given: see `EngineSession.of`)."""
     if choose_engine:
+        under_submit = "" if default_engine == "spark" else "; spark under spark-submit"
         parser.add_argument(
             "--engine",
             choices=("spark", "local"),
-            default="spark",
-            help=f"default {engine_default}",
+            default=None,
+            help=f"default {default_engine}{under_submit}",
         )
+        parser.set_defaults(default_engine=default_engine)
     parser.add_argument(
         "--master",
         type=_master_url,
@@ -371,11 +392,16 @@ class EngineSession:
     def of(cls, args: argparse.Namespace, spark: Any = None, *, ui: bool = False) -> EngineSession:
         """The session the parsed `add_engine_arguments` options ask for; `ui`: whether the Spark
         UI is on when `--spark-ui`/`--no-spark-ui` was not given."""
-        engine = getattr(args, "engine", "spark")
+        engine = chosen_engine(args, spark)
         verbose = getattr(args, "verbose", False)
         chosen = getattr(args, "spark_ui", None)
         ui = ui if chosen is None else chosen
         return cls(engine, args.members, args.master, spark, verbose, ui)
+
+    def ran(self, job: Job) -> str:
+        """Where and how `job` ran: "ran on <engine>, mode <local|stages|micro_batch|
+        continuous>", the line every example prints."""
+        return f"ran on {self.description}, mode {mode_of(job)}"
 
     def wait(self, job: Job) -> None:
         """Waits for `job`; on Spark it shows the progress of the job's stages meanwhile (a bar

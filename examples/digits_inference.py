@@ -518,7 +518,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "workdir", nargs="?", metavar="WORKDIR", help="a new directory for the files"
     )
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, default_engine="local")
     parser.add_argument(
         "--rate", type=float, default=100.0, metavar="N", help="events a second (default 100)"
     )
@@ -530,7 +530,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"milliseconds between snapshots (default {SNAPSHOT_INTERVAL_MILLIS})",
     )
     parser.add_argument("--svg", metavar="FILE", help="draw the accuracy per window to FILE")
-    parser.set_defaults(members=2, engine="local")
+    parser.set_defaults(members=2)
     return parser
 
 

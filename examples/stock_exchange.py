@@ -14,7 +14,7 @@ is simulated: trade n happens about n * 5 ms after START_MILLIS, so the clock of
 advances with every trade read (on the local engine a few hundred times faster than real
 time) and the windows keep closing however long the job runs.
 
-Bounded, on either engine:
+Bounded, on either engine (local by default, Spark under spark-submit, as for every example):
 `python examples/stock_exchange.py [OUTPUT_DIR] [--engine spark|local] [--members N]` runs the
 job on 6,000 trades (30 s of trading; source `generate_p`, sink `write_file_p`): each sink
 processor writes its lines to its own file in OUTPUT_DIR (default: a new temporary directory),
@@ -41,10 +41,11 @@ thread appends them as lines (`trade(n)` for n = 0, 1, ...) to DIR/trades.log, T
 of them a second, and `stream_files_p` reads what is appended (one file keeps the stream in
 order); a later run's generator goes on after the last whole line in the file.
 Under spark-submit (`spark-submit --master URL examples/stock_exchange.py ...`) it runs on the
-context spark-submit sets up. On Spark the job runs as exactly-once micro-batches, one per
-snapshot interval (docs/fault_tolerance.md); its snapshots always go to a directory (a temporary
-one without `--snapshots`), which on a cluster (`--master spark://...`) must be shared by every
-executor.
+context spark-submit sets up. On Spark the job runs continuously when every member has a task
+slot, else as exactly-once micro-batches, one per snapshot interval (docs/fault_tolerance.md);
+the line "stock-exchange: ran on ..., mode ..." says which. Its snapshots always go to a
+directory (a temporary one without `--snapshots`), which on a cluster (`--master spark://...`)
+must be shared by every executor.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from jetspark.core import (
     Snapshot,
     SnapshotStore,
 )
-from jetspark.core.cli import EngineSession, add_engine_arguments
+from jetspark.core.cli import EngineSession, add_engine_arguments, chosen_engine
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.core.view import JobView
 from jetspark.edges import between
@@ -537,7 +538,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("output_dir", nargs="?", metavar="OUTPUT_DIR")
     add_engine_arguments(
         parser,
-        engine_default="spark; with --duration local, or spark under spark-submit",
+        default_engine="local",
         members=2,
         ui_default="on for --duration runs on Spark",
     )
@@ -586,7 +587,6 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the live job view (docs/view.md) on PORT (default: any free port) and print "
         "its address",
     )
-    parser.set_defaults(engine=None)
     return parser
 
 
@@ -619,21 +619,19 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
         parser.error(f"--snapshot-interval must be at least 1, got {args.snapshot_interval}")
     if args.snapshots and not args.output_dir:
         parser.error("--snapshots needs OUTPUT_DIR: a run that continues must write there too")
-    if args.engine is None:
-        from jetspark.core.spark.session import under_spark_submit
-
-        args.engine = "spark" if under_spark_submit() else "local"
+    args.engine = chosen_engine(args, spark)
     run_unbounded(parser, args)
 
 
 def run_bounded(args: argparse.Namespace, spark: Any) -> None:
     """Runs the job on 6,000 generated trades (30 s of trading) and checks its output."""
-    args.engine = args.engine or "spark"
     output_dir = args.output_dir or tempfile.mkdtemp(prefix="stock-exchange-")
     with EngineSession.of(args, spark) as session, job_view(args.view) as view:
         session.engine.job_view = view
         dag = build_dag(BOUNDED_TRADES, output_dir)
-        session.wait(session.engine.new_job(dag, JobConfig(name="stock-exchange")))
+        job = session.engine.new_job(dag, JobConfig(name="stock-exchange"))
+        session.wait(job)
+        print(f"stock-exchange: {session.ran(job)}")
     lines = sorted(
         line for path in Path(output_dir).iterdir() for line in path.read_text().splitlines()
     )
@@ -709,9 +707,8 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         elapsed = run_for(job, args.duration, progress, clock, lambda: _trades_read(job) > 0)
     if not args.snapshots:
         _remove_unpublished(output_dir)
-    print(
-        f"stopped after {elapsed:.1f} s; checking the new windows in plain Python ...", flush=True
-    )
+    print(f"stock-exchange: {session.ran(job)}, stopped after {elapsed:.1f} s", flush=True)
+    print("checking the new windows in plain Python ...", flush=True)
     checked_from = None if checked_until is None else checked_until + 1
     sink_count = len(job.metrics.of_vertex("sink")) if store.saved else None
     problems = output.refresh().problems(checked_from, sink_count)

@@ -5,7 +5,8 @@ the saved index and search; `jetspark tfidf` and `jetspark search` on the comman
 example calls it as a program would: it writes four small books to a temporary directory,
 builds the index with a fixed stop list, and searches it.
 
-Run it with `python examples/tfidf_dag.py [--engine spark|local] [--members N]`, or under
+Run it with `python examples/tfidf_dag.py [--engine local|spark] [--members N]` (local by
+default), or under
 `spark-submit --master URL examples/tfidf_dag.py` (Spark on spark-submit's context).
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jetspark.core import Job
 from jetspark.core.cli import EngineSession, add_engine_arguments
 from jetspark.processors.tfidf import build_index, scan_corpus, search
 
@@ -39,14 +41,19 @@ def write_books(directory: Path) -> None:
 def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     """Builds the index of BOOKS and prints the answers to QUERIES."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_engine_arguments(parser, ui_default="off")
+    add_engine_arguments(parser, default_engine="local", ui_default="off")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tfidf-") as books_dir:
         write_books(Path(books_dir))
         with EngineSession.of(args, spark) as session:
-            index = build_index(
-                session.engine, scan_corpus(books_dir), STOPWORDS, wait=session.wait
-            )
+            jobs: list[Job] = []
+
+            def wait(job: Job) -> None:
+                jobs.append(job)
+                session.wait(job)
+
+            index = build_index(session.engine, scan_corpus(books_dir), STOPWORDS, wait=wait)
+            print(f"tf-idf: {session.ran(jobs[-1])}")
     for query in QUERIES:
         hits = ", ".join(f"{hit.document} ({hit.score:.2f})" for hit in search(index, query))
         print(f"{query!r}: {hits or 'no document'}")

@@ -84,13 +84,15 @@ def generate_lines(count: int, seed: int = 7) -> dict[int, str]:
 def main(argv: Sequence[str] | None = None, spark: Any = None) -> None:
     """Runs the word count on generated lines and checks it against a plain Python count."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_engine_arguments(parser, members=2, ui_default="off")
+    add_engine_arguments(parser, default_engine="local", members=2, ui_default="off")
     args = parser.parse_args(argv)
     lines = generate_lines(2_000)
     with EngineSession.of(args, spark) as session:
         session.engine.get_map(LINES).update(lines)
-        session.wait(session.engine.new_job(build_dag(), JobConfig(name="word-count")))
+        job = session.engine.new_job(build_dag(), JobConfig(name="word-count"))
+        session.wait(job)
         counts = dict(session.engine.get_map(COUNTS))
+        print(f"word-count: {session.ran(job)}")
     expected = Counter(word for n, line in lines.items() for word in tokenize((n, line)))
     assert counts == dict(expected), "the job's counts differ from a plain Python count"
     for word, count in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0]))[:5]:

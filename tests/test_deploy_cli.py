@@ -53,7 +53,7 @@ def test_stock_exchange_help_states_the_defaults() -> None:
     assert "on the local engine" not in flat
     assert "--members N cluster members (default 2)" in flat
     assert "--duration SECONDS run the unbounded job for SECONDS, counted from its first" in flat
-    assert "--engine {spark,local} default spark; with --duration local" in flat
+    assert "--engine {spark,local} default local; spark under spark-submit" in flat
 
 
 class StartUpClock:

@@ -17,7 +17,7 @@ from typing import Any
 import trading
 
 from jetspark.core import Job, JobCancelledError, JobConfig
-from jetspark.core.cli import EngineSession, add_engine_arguments
+from jetspark.core.cli import EngineSession, add_engine_arguments, chosen_engine
 from jetspark.core.pipeline import Pipeline
 
 POLL_SECONDS = 0.05
@@ -30,8 +30,7 @@ def parser(description: str, trades: int | None = 3_000) -> argparse.ArgumentPar
     """An argument parser with the engine options (the local engine by default) and, unless
     `trades` is None, `--trades COUNT` (default `trades`)."""
     options = argparse.ArgumentParser(description=description)
-    add_engine_arguments(options, engine_default="local")
-    options.set_defaults(engine="local")
+    add_engine_arguments(options, default_engine="local")
     if trades is not None:
         options.add_argument(
             "--trades",
@@ -49,7 +48,7 @@ def open_session(args: argparse.Namespace, spark: Any = None) -> EngineSession:
     as items, which are pickled by reference (functions and classes that only appear in the
     pipeline's code would be shipped by value without asking)."""
     session = EngineSession.of(args, spark)
-    if args.engine == "spark":
+    if chosen_engine(args, spark) == "spark":
         from jetspark.core.spark import SparkEngine
 
         engine = session.engine
@@ -91,7 +90,7 @@ def stream_trades(
     return run_to_list(args, spark, pipeline, sink_list, fills=fills, streaming=True)
 
 
-def run(session: EngineSession, pipeline: Pipeline, done: Callable[[], bool] | None) -> None:
+def run(session: EngineSession, pipeline: Pipeline, done: Callable[[], bool] | None = None) -> None:
     """Runs `pipeline` on the session's engine: to its end, or (`done` given) until `done()`,
     then cancels it. Prints the engine and the mode the job ran in."""
     job = session.engine.new_job(pipeline, JobConfig(name=pipeline.name))
@@ -100,8 +99,7 @@ def run(session: EngineSession, pipeline: Pipeline, done: Callable[[], bool] | N
     else:
         _cancel_when(job, done)
     ended = "completed" if done is None else "cancelled once its results were in"
-    mode = job.metrics.execution_mode  # "local"; on Spark "stages", "micro_batch", "continuous"
-    print(f"{pipeline.name}: ran on {session.description}, mode {mode}, {ended}")
+    print(f"{pipeline.name}: {session.ran(job)}, {ended}")
 
 
 def _cancel_when(job: Job, done: Callable[[], bool]) -> None:
