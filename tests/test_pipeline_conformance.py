@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import glob
 import os
+import signal
 from collections import Counter
 from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
 import test_streaming_conformance as conformance
-from test_continuous import KillOnce, continuous
+from test_continuous import continuous
 
 from jetspark.core import DirectorySnapshotStore, JobCancelledError, ProcessingGuarantee
 from jetspark.core.pipeline import (
@@ -150,7 +151,7 @@ def test_a_built_source_is_exactly_once_across_a_killed_python_worker(
     spark = SparkEngine(spark_engine.context, members=2)
     out, snapshots = str(tmp_path / "out"), str(tmp_path / "snapshots")
     gate = os.path.join(snapshots, "snapshot-*", "MANIFEST")  # the second half after a commit
-    kill = KillOnce(NUMBERS // 2 + 10, snapshots, str(tmp_path / "killed"))
+    kill = jobs.SignalOnce(signal.SIGKILL, NUMBERS // 2 + 10, snapshots, str(tmp_path / "killed"))
     p = Pipeline.create()
     p.draw_from(counter_source(gate)).map(kill).drain_to(Sinks.files_transactional(out))
     job = spark.new_job(p, continuous(interval=5), snapshot_store=DirectorySnapshotStore(snapshots))
