@@ -44,7 +44,9 @@ def pipeline() -> DAG:
 
 
 def test_new_job_refuses_what_is_not_a_dag_or_a_job_config() -> None:
-    with pytest.raises(TypeError, match="new_job\\(\\) takes a DAG, got str 'not a dag'"):
+    with pytest.raises(
+        TypeError, match="new_job\\(\\) takes a DAG or a Pipeline, got str 'not a dag'"
+    ):
         LocalEngine().new_job("not a dag")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="takes a JobConfig \\(or None\\) as config, got dict"):
         LocalEngine().new_job(pipeline(), {"name": "x"})  # type: ignore[arg-type]
