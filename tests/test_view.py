@@ -4,6 +4,7 @@ counts, rates, watermarks and snapshots the job produced. Clocks are the tests' 
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import queue
@@ -15,6 +16,7 @@ import urllib.request
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -379,6 +381,31 @@ def test_the_view_listens_on_loopback_and_stops_on_close():
     view.close()
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(view.url, timeout=5)
+
+
+def _get_with_host(view: JobView, host: str | None) -> int:
+    """The status of GET /api/jobs sent with the Host header `host` (None: without one)."""
+    address = urlsplit(view.url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=WAIT_SECONDS)
+    try:
+        connection.putrequest("GET", "/api/jobs", skip_host=True)
+        if host is not None:
+            connection.putheader("Host", host)
+        connection.endheaders()
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_the_view_refuses_a_foreign_host_a_rebound_dns_name_would_send(caplog):
+    with JobView.serve(allowed_hosts=["driver.example.org"]) as view:
+        port = urlsplit(view.url).port
+        with caplog.at_level(logging.WARNING, logger="jetspark.view"):
+            assert _get_with_host(view, f"attacker.example:{port}") == 421
+        assert "refused a request for Host 'attacker.example:" in caplog.text
+        for accepted in (f"127.0.0.1:{port}", f"localhost:{port}", "[::1]", "Driver.Example.org"):
+            assert _get_with_host(view, accepted) == 200, accepted
+        assert _get_with_host(view, None) == 200  # not a browser: no rebinding to fear
 
 
 def test_a_view_keeps_every_running_job_and_forgets_the_oldest_ended_ones(view):

@@ -10,6 +10,7 @@ is noted in the debug log only.
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import json
 import logging
@@ -17,6 +18,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
@@ -88,11 +90,14 @@ class JobView:
         clock: Clock = time.time,
         dot: str = "dot",
         request_timeout: float = REQUEST_TIMEOUT_SECONDS,
+        allowed_hosts: Iterable[str] = (),
     ) -> JobView:
         """Starts a view listening on `host`:`port` (0: any free port; see `url`). `clock` is
         the wall clock of rates and watermark lag; `dot` the Graphviz program drawing DAGs;
         `request_timeout` the seconds a client may take to send its request or to take the
-        answer before the view hangs up."""
+        answer before the view hangs up. A request is answered only when its `Host` names an
+        IP address, `localhost`, or one of `allowed_hosts` (the names the view is reached by):
+        a page of another site that a DNS name was pointed at this machine cannot read it."""
         if type(port) is not int or not 0 <= port <= 65535:
             raise ValueError(f"the job view's port must be an int from 0 to 65535, got {port!r}")
         if isinstance(request_timeout, bool) or not (
@@ -109,6 +114,7 @@ class JobView:
                 error.errno, f"the job view cannot listen on {host}:{port}: {error.strerror}"
             ) from error
         server.request_timeout = float(request_timeout)
+        server.allowed_hosts = frozenset(name.lower().rstrip(".") for name in allowed_hosts)
         view = cls(server, clock, dot)
         view._thread.start()
         _log.info("job view at %s", view.url)
@@ -222,6 +228,23 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     view: JobView
     request_timeout: float
+    allowed_hosts: frozenset[str]
+
+    def accepts_host(self, host_header: str | None) -> bool:
+        """Whether a request with this `Host` header may be answered (none: not a browser)."""
+        if host_header is None:
+            return True
+        name = urlsplit(f"//{host_header}").hostname
+        if name is None:
+            return False
+        name = name.rstrip(".")
+        if name == "localhost" or name in self.allowed_hosts:
+            return True
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True  # an address literal involves no DNS, so no name rebound to this machine
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that left or stalled is the debug log's business; anything else is logged
@@ -242,8 +265,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
+        host = self.headers.get("Host")
         try:
-            status, content_type, body = self.server.view._answer(path)
+            if not self.server.accepts_host(host):
+                _log.warning(
+                    "job view: refused a request for Host %.100r from %s (JobView.serve("
+                    "allowed_hosts=...) names the hosts it may be reached by)",
+                    host,
+                    self.client_address[0],
+                )
+                status, content_type, body = _json(
+                    421, {"error": f"this view does not serve the host {host[:100]!r}"}
+                )
+            else:
+                status, content_type, body = self.server.view._answer(path)
         except Exception as error:
             _log.exception("the job view failed to answer %s", _shown(path))
             status, content_type, body = _json(500, {"error": f"{_shown(path)}: {error!r}"})
