@@ -191,3 +191,33 @@ def _named(order: tuple[str, int], name: str) -> tuple[str, int]:
 
 def test_processing_guarantee_names_are_stable() -> None:
     assert ProcessingGuarantee.EXACTLY_ONCE.name == "EXACTLY_ONCE"
+
+
+def test_a_spark_stream_source_feeds_a_pipeline_exactly_once(
+    spark_engine: Any, tmp_path: Any
+) -> None:
+    from pyspark.sql import SparkSession
+    from test_spark_streams import land, wait_for
+
+    incoming, out = tmp_path / "incoming", tmp_path / "out"
+    incoming.mkdir()
+    frame = SparkSession(spark_engine.context).readStream.text(str(incoming))
+    p = Pipeline.create("landing-lines")
+    p.draw_from(Sources.spark_stream(frame, map_fn=lambda row: row.value)).map(str.upper).drain_to(
+        Sinks.files_transactional(str(out))
+    )
+    store = DirectorySnapshotStore(str(tmp_path / "snapshots"))
+    job = spark_engine.new_job(p, guaranteed(), snapshot_store=store)
+    expected = [f"line {n}" for n in range(40)]
+    land(incoming, "first.txt", expected[:20])
+    land(incoming, "second.txt", expected[20:])
+    # a batch is published when the next one commits: a sentinel file makes the last one go
+    wait_for(job, lambda: len(job.metrics.batches) >= 1)
+    land(incoming, "sentinel.txt", ["sentinel"])
+    wait_for(job, lambda: len(jobs.committed_lines(str(out))) >= len(expected))
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(120)
+    committed = [line for line in jobs.committed_lines(str(out)) if line != "SENTINEL"]
+    assert committed == sorted(line.upper() for line in expected)
+    assert job.execution_mode.value == "micro_batch"
