@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from jetspark.core.context import vertex_logger
 from jetspark.core.errors import DagValidationError
@@ -38,6 +38,9 @@ from jetspark.processors.transforms import ContextFactory
 
 if TYPE_CHECKING:
     from jetspark.core.pipeline.pipeline import Pipeline
+
+_S = TypeVar("_S", bound="ComputeStage")
+"""The kind of stage an operation returns: a batch stage's give batch stages, and so on."""
 
 
 class Stage:
@@ -81,31 +84,31 @@ class ComputeStage(Stage):
 
     bounded = True
 
-    def _then(self, transform: Transform) -> Any:
+    def _then(self: _S, transform: Transform) -> _S:
         self.pipeline.register(transform)
         return type(self)(self.pipeline, transform)
 
-    def _stateless(self, kind: str, fn: Callable[[Any], Any], name: str) -> Any:
+    def _stateless(self: _S, kind: str, fn: Callable[[Any], Any], name: str) -> _S:
         _check_callable(fn, kind, self.name)
         return self._then(StatelessTransform(self.transform, Step(kind, fn), name))
 
-    def map(self, map_fn: Callable[[Any], Any]) -> Any:
+    def map(self: _S, map_fn: Callable[[Any], Any]) -> _S:
         """Emits `map_fn(item)` for each item; a None result drops the item."""
         return self._stateless("map", map_fn, "map")
 
-    def filter(self, filter_fn: Callable[[Any], Any]) -> Any:
+    def filter(self: _S, filter_fn: Callable[[Any], Any]) -> _S:
         """Keeps the items for which `filter_fn(item)` is true."""
         return self._stateless("filter", filter_fn, "filter")
 
-    def flat_map(self, flat_map_fn: Callable[[Any], Iterable[Any] | None]) -> Any:
+    def flat_map(self: _S, flat_map_fn: Callable[[Any], Iterable[Any] | None]) -> _S:
         """Emits every item of the iterable or traverser `flat_map_fn(item)` returns."""
         return self._stateless("flat_map", flat_map_fn, "flat-map")
 
     def peek(
-        self,
+        self: _S,
         to_string_fn: Callable[[Any], str] | None = None,
         should_log_fn: Callable[[Any], bool] | None = None,
-    ) -> Any:
+    ) -> _S:
         """Logs each item (`to_string_fn(item)`, else `str`) at INFO as it passes; with
         `should_log_fn`, only the items it accepts."""
         to_string = str if to_string_fn is None else to_string_fn
@@ -115,7 +118,7 @@ class ComputeStage(Stage):
         peek = _Peek(self.name, to_string, should_log_fn)
         return self._then(StatelessTransform(self.transform, Step("peek", peek), "peek"))
 
-    def merge(self, other: ComputeStage) -> Any:
+    def merge(self: _S, other: ComputeStage) -> _S:
         """Every item of this stage and of `other` (a stage of the same kind)."""
         self._check_same_pipeline(other, "merge")
         if type(other) is not type(self):
@@ -131,38 +134,42 @@ class ComputeStage(Stage):
         transform = MergeTransform((self.transform, other.transform), self.transform.timestamped)
         return self._then(transform)
 
-    def distinct(self) -> Any:
+    def distinct(self: _S) -> _S:
         """Each distinct item once (the first seen)."""
         return self.grouping_key(whole_item).distinct()
 
+    def grouping_key(self: _S, key_fn: Callable[[Any], Any]) -> StageWithKey[_S]:
+        """This stage grouped by `key_fn(item)`, for keyed operations."""
+        raise NotImplementedError  # each kind of stage groups into its own kind
+
     def map_using_context(
-        self, context_factory: ContextFactory, map_fn: Callable[[Any, Any], Any]
-    ) -> Any:
+        self: _S, context_factory: ContextFactory, map_fn: Callable[[Any, Any], Any]
+    ) -> _S:
         """`map_fn(ctx, item)` per item, `ctx` made once per processor by `context_factory`."""
         return self._using_context(context_factory, "map", map_fn, "map-using-context")
 
     def filter_using_context(
-        self, context_factory: ContextFactory, filter_fn: Callable[[Any, Any], Any]
-    ) -> Any:
+        self: _S, context_factory: ContextFactory, filter_fn: Callable[[Any, Any], Any]
+    ) -> _S:
         """Keeps the items for which `filter_fn(ctx, item)` is true."""
         return self._using_context(context_factory, "filter", filter_fn, "filter-using-context")
 
     def flat_map_using_context(
-        self, context_factory: ContextFactory, flat_map_fn: Callable[[Any, Any], Any]
-    ) -> Any:
+        self: _S, context_factory: ContextFactory, flat_map_fn: Callable[[Any, Any], Any]
+    ) -> _S:
         """Emits the items of `flat_map_fn(ctx, item)`."""
         return self._using_context(
             context_factory, "flat_map", flat_map_fn, "flat-map-using-context"
         )
 
     def _using_context(
-        self,
+        self: _S,
         factory: ContextFactory,
         kind: str,
         fn: Callable[..., Any],
         name: str,
         key_fn: Callable[[Any], Any] | None = None,
-    ) -> Any:
+    ) -> _S:
         if not isinstance(factory, ContextFactory):
             raise TypeError(
                 f"stage '{self.name}': {name} takes a ContextFactory "
@@ -173,24 +180,24 @@ class ComputeStage(Stage):
         return self._then(transform)
 
     def hash_join(
-        self,
+        self: _S,
         stage1: BatchStage,
         join_clause1: JoinClause,
         map_to_output_fn: Callable[[Any, Any], Any],
-    ) -> Any:
+    ) -> _S:
         """Enriches each item with the item of `stage1` matched by `join_clause1`:
         `map_to_output_fn(item, matched)` (None where nothing matched)."""
         _check_callable(map_to_output_fn, "hash_join", self.name)
         return self._hash_join([(stage1, join_clause1)], _Join1(map_to_output_fn))
 
     def hash_join2(
-        self,
+        self: _S,
         stage1: BatchStage,
         join_clause1: JoinClause,
         stage2: BatchStage,
         join_clause2: JoinClause,
         map_to_output_fn: Callable[[Any, Any, Any], Any],
-    ) -> Any:
+    ) -> _S:
         """Enriches each item with one item of `stage1` and one of `stage2`:
         `map_to_output_fn(item, matched1, matched2)`."""
         _check_callable(map_to_output_fn, "hash_join2", self.name)
@@ -202,8 +209,10 @@ class ComputeStage(Stage):
         return HashJoinBuilder(self)
 
     def _hash_join(
-        self, pairs: list[tuple[BatchStage, JoinClause]], output_fn: Callable[[Any, list[Any]], Any]
-    ) -> Any:
+        self: _S,
+        pairs: list[tuple[BatchStage, JoinClause]],
+        output_fn: Callable[[Any, list[Any]], Any],
+    ) -> _S:
         for stage, clause in pairs:
             self._check_same_pipeline(stage, "hash_join")
             if not isinstance(stage, BatchStage):
@@ -234,7 +243,7 @@ class ComputeStage(Stage):
         self.pipeline.register(timestamped)
         return StreamStage(self.pipeline, timestamped)
 
-    def custom_transform(self, name: str, processor_supplier: Any) -> Any:
+    def custom_transform(self: _S, name: str, processor_supplier: Any) -> _S:
         """A vertex running any Core API processor on this stage's items (as the user sees
         them: a timestamped stream's processor gets the items, not the events)."""
         return self._then(CustomTransform(self._payloads(), name, processor_supplier))
@@ -355,14 +364,14 @@ class StreamStage(ComputeStage):
         )
 
 
-class StageWithKey:
+class StageWithKey(Generic[_S]):
     """A stage grouped by a key: keyed aggregation, distinct, rolling aggregates, lookups."""
 
-    def __init__(self, stage: ComputeStage, key_fn: Callable[[Any], Any]) -> None:
+    def __init__(self, stage: _S, key_fn: Callable[[Any], Any]) -> None:
         self.stage = stage
         self.key_fn = key_fn
 
-    def distinct(self) -> Any:
+    def distinct(self) -> _S:
         """The first item of each distinct key."""
         return self.stage._then(DistinctTransform(self.stage.transform, self.key_fn))
 
@@ -370,7 +379,7 @@ class StageWithKey:
         self,
         aggr_op: AggregateOperation,
         map_to_output_fn: Callable[[Any, Any], Any] = entry,
-    ) -> Any:
+    ) -> _S:
         """For each item, `map_to_output_fn(key, aggregate of the key's items so far)`."""
         _check_op(aggr_op, self.stage.name)
         transform = RollingAggregateTransform(
@@ -378,7 +387,7 @@ class StageWithKey:
         )
         return self.stage._then(transform)
 
-    def custom_transform(self, name: str, processor_supplier: Any) -> Any:
+    def custom_transform(self, name: str, processor_supplier: Any) -> _S:
         """A vertex of any Core API processor, its input partitioned by this stage's key, so
         the items of one key always reach the same processor."""
         stage = self.stage
@@ -388,7 +397,7 @@ class StageWithKey:
 
     def map_using_context(
         self, context_factory: ContextFactory, map_fn: Callable[[Any, Any, Any], Any]
-    ) -> Any:
+    ) -> _S:
         """`map_fn(ctx, key, item)`; items of one key always meet the same context object."""
         return self.stage._using_context(
             context_factory, "map", map_fn, "map-using-context", self.key_fn
@@ -396,7 +405,7 @@ class StageWithKey:
 
     def filter_using_context(
         self, context_factory: ContextFactory, filter_fn: Callable[[Any, Any, Any], Any]
-    ) -> Any:
+    ) -> _S:
         """Keeps the items for which `filter_fn(ctx, key, item)` is true."""
         return self.stage._using_context(
             context_factory, "filter", filter_fn, "filter-using-context", self.key_fn
@@ -404,14 +413,14 @@ class StageWithKey:
 
     def flat_map_using_context(
         self, context_factory: ContextFactory, flat_map_fn: Callable[[Any, Any, Any], Any]
-    ) -> Any:
+    ) -> _S:
         """Emits the items of `flat_map_fn(ctx, key, item)`."""
         return self.stage._using_context(
             context_factory, "flat_map", flat_map_fn, "flat-map-using-context", self.key_fn
         )
 
 
-class BatchStageWithKey(StageWithKey):
+class BatchStageWithKey(StageWithKey["BatchStage"]):
     """A batch stage grouped by a key."""
 
     stage: BatchStage
@@ -462,7 +471,7 @@ class BatchStageWithKey(StageWithKey):
         return BatchStage(self.stage.pipeline, transform)
 
 
-class StreamStageWithKey(StageWithKey):
+class StreamStageWithKey(StageWithKey["StreamStage"]):
     """A stream stage grouped by a key."""
 
     stage: StreamStage
