@@ -105,7 +105,7 @@ def markdown(rows: list[Row], machine: dict[str, Any], command: str, rounds: int
     lines = [
         f"Machine: {machine_line(machine)}.",
         f"Command: `{command}`; {rounds} round(s), medians, (min-max) of the per-round ratios; "
-        f"{machine['date']}.",
+        f"{machine['date']}, commit {machine['commit']}.",
         "",
         "| # | benchmark | jetspark | baseline | ratio | goal |",
         "|---|---|---|---|---|---|",
@@ -145,7 +145,31 @@ def machine_facts(java_version: str | None = None) -> dict[str, Any]:
         "numpy": metadata.version("numpy"),
         "java": java_version or _java_version(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": measured_commit(),
     }
+
+
+def measured_commit() -> str:
+    """The commit of the code measured: HEAD's short hash, 'with changes' when the working tree
+    differs from it (untracked files aside), or 'unknown' outside a git checkout."""
+    try:
+        head = _git("rev-parse", "--short", "HEAD")
+        changed = _git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head} with changes" if changed else head
+
+
+def _git(*argv: str) -> str:
+    """What `git argv...` prints in this repository, stripped."""
+    repository = Path(__file__).resolve().parent.parent
+    return subprocess.run(
+        ["git", "-C", str(repository), *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.strip()
 
 
 def _cpu_model() -> str:

@@ -183,7 +183,8 @@ def table(found: list[Trend], command: str, facts: dict[str, Any]) -> str:
     """The trends as a markdown table, headed by the machine and the command."""
     lines = [
         f"Machine: {machine_line(facts)}.",
-        f"Command: `{command}`; {facts['date']}; load average at the end {facts['load']:.1f}.",
+        f"Command: `{command}`; {facts['date']}, commit {facts['commit']}; load average at the "
+        f"end {facts['load']:.1f}.",
         "",
         "| series | after warm-up | at the end | fitted growth | flat |",
         "|---|---|---|---|---|",
