@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 from cleanup import end_runs_by_signal_with_teardown
 
@@ -9,3 +12,13 @@ from cleanup import end_runs_by_signal_with_teardown
 def pytest_configure(config: pytest.Config) -> None:
     """A run killed with SIGTERM tears down like one interrupted with Ctrl-C."""
     end_runs_by_signal_with_teardown()
+
+
+@pytest.fixture
+def browser(tmp_path) -> Iterator[Any]:
+    """Debian's headless chromium with a fresh profile (tests/chromium.py); a test using it
+    carries `chromium.needs_chromium`'s marks."""
+    from chromium import headless_chromium
+
+    with headless_chromium(tmp_path / "profile") as driver:
+        yield driver

@@ -6,10 +6,8 @@ DAG's vertices (in the tables and the picture) and numbers that change while the
 from __future__ import annotations
 
 import contextlib
-import shutil
-from collections.abc import Iterator
 
-import pytest
+from chromium import WAIT_SECONDS, needs_chromium
 from selenium import webdriver
 from selenium.webdriver.support.wait import WebDriverWait
 from test_processors_examples import load
@@ -17,47 +15,7 @@ from test_processors_examples import load
 from jetspark.core import JobCancelledError, LocalEngine
 from jetspark.core.view import JobView
 
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
-WAIT_SECONDS = 60.0
-"""How long a step may wait for the page (a generous bound, never a speed claim)."""
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1400,1000",
-)
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        CHROMIUM is None or CHROMEDRIVER is None,
-        reason="Debian's chromium and chromium-driver are not installed "
-        "(.ci/run installs them: apt-get install chromium chromium-driver)",
-    ),
-]
-
-
-@pytest.fixture
-def browser(tmp_path) -> Iterator[webdriver.Chrome]:
-    """Headless chromium with a fresh profile, driven by Debian's chromedriver (selenium
-    downloads nothing: both paths are given)."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(
-        options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER)
-    )
-    try:
-        yield driver
-    finally:
-        driver.quit()
+pytestmark = needs_chromium
 
 
 def text_of(browser: webdriver.Chrome, selector: str) -> str | None:
