@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError
+from jetspark.core.errors import JobCancelledError, JobFailedError
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.priority import priority_trap_warnings
 from jetspark.core.snapshot_store import SnapshotStore
@@ -56,6 +56,22 @@ def warn_at_submission(dag: DAG, config: JobConfig) -> None:
                 kind,
                 config.processing_guarantee.name,
             )
+
+
+def end_failure(
+    job_name: str, error: BaseException | None, failure: BaseException
+) -> BaseException | None:
+    """The error a job ends with when giving back what it holds (its snapshot store, its task
+    slots) failed with `failure` after the job ended with `error`: `error` when the job failed
+    or was cancelled already (`failure` is logged), else a JobFailedError naming `failure`."""
+    _log.warning("%s: ending the job failed: %s: %s", job_name, type(failure).__name__, failure)
+    if error is not None:
+        return error
+    ended = JobFailedError(
+        f"{job_name} ran to its end, but ending it failed: {type(failure).__name__}: {failure}"
+    )
+    ended.__cause__ = failure
+    return ended
 
 
 class JobStatus(enum.Enum):

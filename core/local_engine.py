@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
-from jetspark.core.job import Job, checked_submission, warn_at_submission
+from jetspark.core.job import Job, checked_submission, end_failure, warn_at_submission
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.member import MemberRuntime
@@ -262,5 +262,6 @@ class _LocalRun:
         try:
             if self.lease is not None:
                 self.lease.release()  # before join() returns: a restart takes the store next
-        finally:
-            self.job.mark_ended(error)
+        except Exception as failure:
+            error = end_failure(self.job.name, error, failure)
+        self.job.mark_ended(error)

@@ -133,11 +133,17 @@ def lock_directory(store: object, directory: str, job_name: str) -> StoreLease:
 
     def release() -> None:
         with _held_here_lock:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 os.unlink(path)  # before unlocking: a waiter re-checks the path (_lock_file)
-            fcntl.flock(descriptor, fcntl.LOCK_UN)
-            os.close(descriptor)
-            del _held_here[identity]
+            except FileNotFoundError:
+                pass
+            except OSError as error:  # a store gone read-only or unmounted: the lock still goes
+                _log.warning("%s: its lease file %s stays behind: %s", store, path, error)
+            finally:
+                del _held_here[identity]
+                with contextlib.suppress(OSError):
+                    fcntl.flock(descriptor, fcntl.LOCK_UN)
+                os.close(descriptor)
 
     return StoreLease(holder, release)
 

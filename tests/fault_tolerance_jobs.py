@@ -27,6 +27,7 @@ from jetspark.core import (
     ProcessingGuarantee,
 )
 from jetspark.core.job import Job
+from jetspark.core.store_lease import StoreLease
 from jetspark.edges import EdgeConfig, between
 from jetspark.processors import (
     aggregate_by_key_p,
@@ -125,6 +126,19 @@ class SignalOnce:
                 marker.write(str(os.getpid()))
             os.kill(os.getpid(), self.signum)
         return item
+
+
+class UnmountedOnRelease(DirectorySnapshotStore):
+    """A store whose lease gives the directory back, then fails as a share that went away."""
+
+    def acquire(self, job_name: str) -> StoreLease:
+        lease = super().acquire(job_name)
+
+        def release() -> None:
+            lease.release()
+            raise OSError("the share went away")
+
+        return StoreLease(lease.holder, release)
 
 
 def config(guarantee: ProcessingGuarantee = EXACTLY_ONCE, interval: int = 3) -> JobConfig:

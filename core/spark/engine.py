@@ -203,14 +203,21 @@ class SparkEngine:
     def _execute(
         self, job: SparkJob, dag: DAG, config: JobConfig, restore_from: Snapshot | None
     ) -> None:
-        """The job's driver thread, in the job's execution mode."""
-        job.mark_running()
-        if job.execution_mode is Mode.CONTINUOUS:
-            run_continuous_job(self, job, dag, config, restore_from)
-        elif job.execution_mode is Mode.MICRO_BATCH:
-            run_micro_batch_job(self, job, dag, config, restore_from)
-        else:
-            run_staged_job(self, job, dag, config)
+        """The job's driver thread, in the job's execution mode; whatever ends the thread,
+        the job ends (FAILED with the error that ended it, if the mode did not end it)."""
+        try:
+            job.mark_running()
+            if job.execution_mode is Mode.CONTINUOUS:
+                run_continuous_job(self, job, dag, config, restore_from)
+            elif job.execution_mode is Mode.MICRO_BATCH:
+                run_micro_batch_job(self, job, dag, config, restore_from)
+            else:
+                run_staged_job(self, job, dag, config)
+        except BaseException as failure:
+            if job.ended:
+                raise
+            _log.warning("%s: its driver thread failed: %s", job.name, failure)
+            job.mark_ended(job.error_of(failure))
 
 
 __all__ = ["SparkEngine", "SparkJob"]

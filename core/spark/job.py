@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from pyspark import RDD, SparkContext
 
 from jetspark.core.errors import JobCancelledError, JobFailedError
-from jetspark.core.job import Job
+from jetspark.core.job import Job, end_failure
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.snapshot_store import SnapshotStore
 from jetspark.core.spark.failures import spark_job_error
@@ -94,6 +94,8 @@ class SparkJob(Job):
 
     def _cancel_until_ended(self) -> None:
         while True:
+            if self.context._jsc is None:
+                return  # the context stopped: it cancelled every job itself
             self.context.cancelJobGroup(self.group)
             if self._ended.wait(_CANCEL_RETRY_SECONDS):
                 return
@@ -103,10 +105,19 @@ class SparkJob(Job):
         self._end_hooks.append(hook)
 
     def mark_ended(self, error: BaseException | None) -> None:
-        """Runs the `on_end` hooks, then ends the job (see Job.mark_ended)."""
+        """Runs the `on_end` hooks, then ends the job (see Job.mark_ended), whatever a hook
+        raises (`end_failure`)."""
         for hook in self._end_hooks:
-            hook(error)
+            try:
+                hook(error)
+            except Exception as failure:
+                error = end_failure(self.name, error, failure)
         super().mark_ended(error)
+
+    @property
+    def ended(self) -> bool:
+        """True once `mark_ended` ended the job."""
+        return self._ended.is_set()
 
     def restart(self) -> Job:
         """As Job.restart; the job's temporary snapshot store outlives the cancel it makes."""

@@ -111,6 +111,8 @@ def wait_for_tasks_to_end(
     notice (a Python worker is killed a few seconds later): a job must not look ended while
     its tasks may still write sink files or snapshot parts.
     """
+    if context._jsc is None:
+        return  # the context stopped, and its tasks with it
     jobs = GroupJobs(context, group)
     deadline = time.monotonic() + timeout
     while running := jobs.running_tasks():
