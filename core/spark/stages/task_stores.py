@@ -51,26 +51,51 @@ class TaskStores(Stores):
         store holding `at_least` new items: list items, new or changed map entries, RDD-sink
         items. What is taken leaves the task's memory, so a task calls this after every round
         and its sinks never buffer more than a batch (the driver applies the records in order).
+
+        A non-cooperative sink may write from its own thread meanwhile: a list loses exactly the
+        items taken (items appended meanwhile stay); a map is copied at once (never iterated
+        while it changes), and an entry written again after the copy stays for the next call.
         """
         for name, items in self._lists.items():
             start = len(self._shipped["lists"].get(name, ()))
-            if len(items) - start >= at_least:
-                added = items[start:]
-                del items[start:]
+            added = _take_from(items, start, at_least)
+            if added:
                 yield from _batched(member, stage, LIST, name, added)
         for name, entries in self._maps.items():
             if len(entries) >= at_least:
                 before = self._shipped["maps"].get(name, {})
-                changed = [(k, v) for k, v in entries.items() if k not in before or before[k] != v]
+                current = entries.copy()
+                changed = [(k, v) for k, v in current.items() if k not in before or before[k] != v]
                 if len(changed) >= at_least:
-                    for key, _ in changed:
-                        del entries[key]
+                    for key, value in changed:
+                        _remove_if_unchanged(entries, key, value)
                     yield from _batched(member, stage, MAP, name, changed)
         for name, items in self._rdd_sinks.items():
-            if len(items) >= at_least:
-                taken = items[:]
-                items.clear()
+            taken = _take_from(items, 0, at_least)
+            if taken:
                 yield from _batched(member, stage, RDD, name, taken)
+
+
+def _take_from(items: list[Any], start: int, at_least: int) -> list[Any]:
+    """The items after `start`, removed from `items` (none when fewer than `at_least`, or
+    than 1); items appended meanwhile stay."""
+    count = len(items) - start
+    if count < max(at_least, 1):
+        return []
+    taken = items[start : start + count]
+    del items[start : start + count]
+    return taken
+
+
+_ABSENT = object()
+
+
+def _remove_if_unchanged(entries: dict[Any, Any], key: Any, value: Any) -> None:
+    """Removes `key` from `entries` unless another thread wrote it after `value` was taken; each
+    step is one dict operation, so a write in between is never lost."""
+    current = entries.pop(key, _ABSENT)
+    if current is not value and current is not _ABSENT:
+        entries.setdefault(key, current)  # written again: it goes in the next call
 
 
 def _batched(member: int, stage: int, kind: str, name: str, items: list[Any]) -> Iterator[Any]:
