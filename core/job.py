@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import threading
@@ -183,3 +184,14 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.id}, {self.name!r}, {self._status.name})"
+
+
+def end_jobs(jobs: list[Job]) -> None:
+    """An engine's `stop()`: cancels every job of `jobs` still running, waits for all of them to
+    end (however they end), then forgets them."""
+    for job in jobs:
+        job.cancel()
+    for job in jobs:
+        with contextlib.suppress(JobCancelledError, JobFailedError):
+            job.join()
+    jobs.clear()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError
-from jetspark.core.job import Job, checked_submission, end_failure, warn_at_submission
+from jetspark.core.job import Job, checked_submission, end_failure, end_jobs, warn_at_submission
 from jetspark.core.runtime.build import build_member
 from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.member import MemberRuntime
@@ -66,6 +66,18 @@ class LocalEngine:
         self.job_view = job_view
         self.stores = Stores()
         """The named lists and maps of `get_list`/`get_map`, shared by all jobs of this engine."""
+        self._jobs: list[Job] = []
+
+    def stop(self) -> None:
+        """Cancels the engine's jobs still running and waits for them to end (SparkEngine's
+        contract; the stores stay readable). Calling it again does nothing."""
+        end_jobs(self._jobs)
+
+    def __enter__(self) -> LocalEngine:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def new_job(
         self,
@@ -129,6 +141,7 @@ class LocalEngine:
             if lease is not None:
                 lease.release()
             raise
+        self._jobs = [j for j in self._jobs if not j.status.is_terminal] + [job]
         return job
 
     def get_list(self, name: str) -> list[Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 from collections.abc import Iterable
@@ -12,8 +11,8 @@ from pyspark import InheritableThread, SparkContext
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError, JobFailedError
-from jetspark.core.job import Job, checked_submission, warn_at_submission
+from jetspark.core.errors import JobFailedError
+from jetspark.core.job import Job, checked_submission, end_jobs, warn_at_submission
 from jetspark.core.runtime.plan import plan_job
 from jetspark.core.snapshot_store import Snapshot, SnapshotStore
 from jetspark.core.spark.continuous.explain import explain_continuous
@@ -96,12 +95,7 @@ class SparkEngine:
         """Cancels the engine's jobs still running, waits for them to end, then stops the
         SparkContext if this engine created it (a context the user passed in keeps running).
         Calling it again does nothing."""
-        for job in self._jobs:
-            job.cancel()
-        for job in self._jobs:
-            with contextlib.suppress(JobCancelledError, JobFailedError):
-                job.join()
-        self._jobs.clear()
+        end_jobs(self._jobs)
         if self.owns_context and self.context._jsc is not None:
             stop_context(self.context)
 
