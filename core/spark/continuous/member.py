@@ -29,6 +29,7 @@ from typing import Any
 
 from jetspark.core.errors import JobCancelledError, JobFailedError
 from jetspark.core.runtime.build import build_member
+from jetspark.core.runtime.closing import CloseStep
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.runtime.restore import RestoredProcessor
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
@@ -177,6 +178,11 @@ class MemberSnapshots(SnapshotCoordinator):
         self._awaiting_commit = True
 
     def _committed(self) -> None:
+        self._tell_finals_committed(self._take_commit())
+
+    def _take_commit(self) -> list[tuple[str, int]]:
+        """Takes in the driver's commit of the snapshot under way; the processors whose final
+        states it holds, to be told."""
         with self._lock:
             finals = sorted(self._final_uncommitted)
             self._final_uncommitted.clear()
@@ -184,7 +190,18 @@ class MemberSnapshots(SnapshotCoordinator):
             self._awaiting_commit = False
         # last: a processor that sees the commit may save the next snapshot at once
         self.committed_id = self.requested_id
-        self._tell_finals_committed(finals)
+        return finals
+
+    def owed_commits(self, excluding: set[int]) -> list[CloseStep]:
+        """As SnapshotCoordinator's, counting a commit the driver announced that no `tick()`
+        took in yet: a run stopped right after it still publishes what that snapshot holds."""
+        steps: list[CloseStep] = []
+        if self._awaiting_commit and self._state.committed_id >= self.requested_id:
+            for key in self._take_commit():
+                tasklet = self._tasklets[key]
+                if id(tasklet) not in excluding:
+                    steps.append((*key, "snapshot_committed", tasklet.final_state_committed))
+        return steps + super().owed_commits(excluding)
 
     def saved(self, key: tuple[str, int], snapshot_id: int, data: bytes) -> None:
         """A processor saved `snapshot_id`. Its barrier can come from another member before
