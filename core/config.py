@@ -4,7 +4,8 @@ the job runs on Spark."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 class ProcessingGuarantee(enum.Enum):
@@ -39,6 +40,8 @@ class JobConfig:
     makes the runtime warn when a cooperative callback runs longer (None: off).
     `ignore_state_of_removed_vertices` lets `restore_from` drop the state a snapshot holds for
     vertices the DAG no longer has (a job upgrade); without it such a snapshot is refused.
+    `renamed_vertices` maps a vertex's new name to its name in the snapshot `restore_from`
+    (`{"new": "old"}`), so a renamed vertex continues from its state.
     `execution_mode` chooses how SparkEngine runs the job; `max_restarts` bounds how often a
     continuous job restarts from its last snapshot by itself after losing a member.
     """
@@ -52,6 +55,7 @@ class JobConfig:
     execution_mode: ExecutionMode = ExecutionMode.AUTO
     max_restarts: int = 10
     ignore_state_of_removed_vertices: bool = False
+    renamed_vertices: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.name is not None and not isinstance(self.name, str):
@@ -73,6 +77,7 @@ class JobConfig:
                 "ignore_state_of_removed_vertices must be a bool, "
                 f"got {self.ignore_state_of_removed_vertices!r}"
             )
+        _check_renames(self.renamed_vertices)
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError(
                 "processing_guarantee must be a ProcessingGuarantee, "
@@ -88,6 +93,28 @@ class JobConfig:
             )
         if self.partition_count <= 0:
             raise ValueError(f"partition_count must be positive, got {self.partition_count}")
+
+
+def _check_renames(renamed: object) -> None:
+    """TypeError unless `renamed` maps str to str; ValueError when two new names share an old
+    one (one vertex's state cannot continue in two)."""
+    if not isinstance(renamed, Mapping) or not all(
+        isinstance(name, str) for pair in renamed.items() for name in pair
+    ):
+        raise TypeError(
+            'renamed_vertices must map new vertex names to old ones ({"new": "old"}), '
+            f"got {renamed!r}"
+        )
+    new_names: dict[str, list[str]] = {}
+    for new, old in renamed.items():
+        new_names.setdefault(old, []).append(new)
+    for old, news in new_names.items():
+        if len(news) > 1:
+            names = " and ".join(repr(name) for name in sorted(news))
+            raise ValueError(
+                f"renamed_vertices gives vertex {old!r} two new names, {names}: "
+                "a vertex's state continues in one vertex only"
+            )
 
 
 def _require_int(setting: str, value: object) -> None:

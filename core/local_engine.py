@@ -17,7 +17,7 @@ from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.member import MemberRuntime
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
-from jetspark.core.runtime.restore import check_restorable
+from jetspark.core.runtime.restore import check_restorable, with_renames
 from jetspark.core.runtime.snapshot import Clock, SnapshotCoordinator
 from jetspark.core.snapshot_store import InMemorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.store_lease import StoreLease, acquire_store
@@ -94,7 +94,8 @@ class LocalEngine:
         `restore_from` starts the job from a snapshot, typically `store.latest()`; it may have
         been taken with another member count or parallelism, or of an earlier version of the DAG
         (SnapshotError when it holds state of a vertex the DAG no longer has, unless
-        `config.ignore_state_of_removed_vertices`). `job.restart()` does both for you.
+        `config.ignore_state_of_removed_vertices`; a renamed vertex restores the state of its
+        old name in `config.renamed_vertices`). `job.restart()` does both for you.
         The job holds the store from here until it ends: another job given the same store
         meanwhile is refused with a SnapshotError naming this one (`store_lease.py`).
         """
@@ -121,6 +122,7 @@ class LocalEngine:
         elif snapshot_store is None:
             snapshot_store = InMemorySnapshotStore()
         if restore_from is not None:
+            restore_from = with_renames(restore_from, dag, config)
             check_restorable(restore_from, dag, config)
         store = snapshot_store
 

@@ -91,6 +91,21 @@ class Snapshot:
             index: saved for (vertex, index), saved in self.processors.items() if vertex == name
         }
 
+    def renamed(self, new_names: Mapping[str, str]) -> Snapshot:
+        """This snapshot with each vertex `old` of `new_names` called `new_names[old]`. Its
+        state is read through the processors, on first use (the parts keep the old names)."""
+        processors = self.processors
+
+        def name(vertex: str) -> str:
+            return new_names.get(vertex, vertex)
+
+        return Snapshot(
+            self.snapshot_id,
+            self.member_count,
+            {name(vertex): lp for vertex, lp in self.local_parallelism.items()},
+            _ProcessorsOnDisk(lambda: {(name(v), i): s for (v, i), s in processors.items()}),
+        )
+
     def size(self) -> int:
         """The serialized bytes of all saved state."""
         return sum(len(saved.data) for saved in self.processors.values())
@@ -661,7 +676,7 @@ def held_by(processors: Mapping[ProcessorKey, ProcessorSnapshot]) -> Held:
 
 
 class _ProcessorsOnDisk(Mapping[ProcessorKey, ProcessorSnapshot]):
-    """The processors of a stored snapshot, read from its parts on first use."""
+    """The processors of a snapshot, loaded on first use (a stored one's: read from its parts)."""
 
     def __init__(self, load: Callable[[], dict[ProcessorKey, ProcessorSnapshot]]) -> None:
         self._load = load

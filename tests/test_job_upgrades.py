@@ -1,8 +1,9 @@
 """Job upgrades (issue #26): `restore_from` takes a snapshot of an earlier version of the DAG.
 
-A vertex restores the state saved under its name, a new vertex starts empty, state of a removed
-vertex fails the submission unless the config drops it, and state the new code cannot restore
-fails the job naming the vertex and the key. Every assertion is on snapshot contents and
+A vertex restores the state saved under its name (a renamed one: under its old name, issue
+#35), a new vertex starts empty, state of a removed vertex fails the submission unless the
+config drops it, and state the new code cannot restore fails the job naming the vertex and the
+key. Every assertion is on snapshot contents and
 counts: a job runs until a committed snapshot shows its source read the whole journal.
 """
 
@@ -149,6 +150,57 @@ def test_state_of_a_removed_vertex_fails_the_submission_unless_dropped() -> None
     assert set(after.local_parallelism) == {"source", "count"}
 
 
+def test_a_renamed_vertex_continues_from_the_state_of_its_old_name() -> None:
+    engine = jobs.engine(2)
+    before = first_version(engine, "count")
+    with pytest.raises(SnapshotError) as refused:
+        engine.new_job(upgraded_dag("total", "tally"), guaranteed(), restore_from=before)
+    message = str(refused.value)
+    assert "state of vertex 'count', which the DAG 'word-tallies' does not have" in message
+    assert "The DAG's new vertices (without state in the snapshot): 'tally', 'total'" in message
+    assert "JobConfig(renamed_vertices={'new': 'old'})" in message
+    engine.get_list("words").extend(LATER)
+    config = guaranteed(renamed_vertices={"total": "count"})
+    job = engine.new_job(upgraded_dag("total", "tally"), config, restore_from=before)
+    after = run_until_read(job, len(FIRST) + len(LATER))
+    assert set(after.local_parallelism) == {"source", "total", "tally"}
+    assert counts_of(after, "total") == Counter(FIRST + LATER)
+    assert counts_of(after, "tally") == Counter(LATER)
+    # a snapshot taken since the rename holds the new name: the same config restores it
+    again = engine.new_job(upgraded_dag("total", "tally"), config, restore_from=after)
+    assert run_until_read(again, len(FIRST) + len(LATER)) is not None
+
+
+def test_the_refusal_suggests_the_one_rename_that_fits() -> None:
+    before = first_version(jobs.engine(1), "count")
+    with pytest.raises(SnapshotError) as refused:
+        jobs.engine(1).new_job(upgraded_dag("total"), guaranteed(), restore_from=before)
+    message = str(refused.value)
+    assert "The DAG's new vertex (without state in the snapshot): 'total'" in message
+    assert "JobConfig(renamed_vertices={'total': 'count'})" in message
+    assert "ignore_state_of_removed_vertices=True" in message
+
+
+def test_a_rename_that_does_not_fit_the_dag_or_the_snapshot_is_refused_at_submission() -> None:
+    engine = jobs.engine(1)
+    before = first_version(engine, "count")
+    dag = upgraded_dag("total")
+    unknown_new = guaranteed(renamed_vertices={"totals": "count"})
+    with pytest.raises(SnapshotError, match="renames 'count' to 'totals', but the DAG") as e:
+        engine.new_job(dag, unknown_new, restore_from=before)
+    assert "has no vertex 'totals' (its vertices: 'source', 'total')" in str(e.value)
+    unknown_old = guaranteed(renamed_vertices={"total": "counts"})
+    with pytest.raises(SnapshotError, match=r"but snapshot \d+ holds no vertex 'counts'") as e:
+        engine.new_job(dag, unknown_old, restore_from=before)
+    assert "(its vertices: 'count', 'source')" in str(e.value)
+    with pytest.raises(ValueError, match="gives vertex 'count' two new names, 'a' and 'b'"):
+        JobConfig(renamed_vertices={"a": "count", "b": "count"})
+    with pytest.raises(TypeError, match="renamed_vertices must map new vertex names"):
+        JobConfig(renamed_vertices={"a": 1})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="renamed_vertices must map new vertex names"):
+        JobConfig(renamed_vertices=[("a", "count")])  # type: ignore[arg-type]
+
+
 def test_a_removed_vertex_that_saved_nothing_needs_no_flag() -> None:
     engine = jobs.engine(1)
     engine.get_list("words").extend(FIRST)
@@ -234,6 +286,30 @@ def test_a_new_vertex_starts_empty_on_spark(
     after = run_until_read(job, len(FIRST) + len(LATER))
     assert counts_of(after, "count") == Counter(FIRST + LATER)
     assert counts_of(after, "tally") == Counter(LATER)
+
+
+@pytest.mark.spark
+def test_a_renamed_vertex_continues_from_its_state_on_spark(
+    spark_engine: Any, tmp_path: Any
+) -> None:
+    from jetspark.core import DirectorySnapshotStore
+    from jetspark.core.spark import SparkEngine
+
+    engine = SparkEngine(spark_engine.context, members=2, batch_items=100)
+    store = DirectorySnapshotStore(tmp_path / "snapshots")
+    engine.get_list("words").extend(FIRST)
+    config = guaranteed(execution_mode=ExecutionMode.MICRO_BATCH)
+    before = run_until_read(
+        engine.new_job(upgraded_dag("count"), config, snapshot_store=store), len(FIRST)
+    )
+    engine.get_list("words").extend(LATER)
+    renamed = guaranteed(
+        execution_mode=ExecutionMode.MICRO_BATCH, renamed_vertices={"total": "count"}
+    )
+    job = engine.new_job(upgraded_dag("total"), renamed, snapshot_store=store, restore_from=before)
+    after = run_until_read(job, len(FIRST) + len(LATER))
+    assert set(after.local_parallelism) == {"source", "total"}
+    assert counts_of(after, "total") == Counter(FIRST + LATER)
 
 
 def test_the_flag_must_be_a_bool() -> None:

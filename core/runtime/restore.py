@@ -21,7 +21,8 @@ Otherwise it runs normally from the entries routed to it: sources resume from th
 positions and emit nothing more; see docs/fault_tolerance.md for the built-in processors.
 
 A snapshot may be of an earlier version of the DAG (a job upgrade): a vertex restores the
-state saved under its name, and a vertex the snapshot does not know starts empty and runs.
+state saved under its name (or under its old name, `JobConfig.renamed_vertices`, applied by
+`with_renames`), and a vertex the snapshot does not know starts empty and runs.
 `check_restorable`, which the engines call when a job is submitted, refuses a snapshot holding
 state of a vertex the DAG no longer has, unless the job's config says to drop it.
 """
@@ -57,6 +58,33 @@ class RestoredProcessor:
     """True: restore, then end without `complete()` (see the module docstring)."""
 
 
+def with_renames(snapshot: Snapshot, dag: DAG, config: JobConfig) -> Snapshot:
+    """`snapshot` with the vertices `config.renamed_vertices` renames under their new names.
+
+    A rename whose new name the snapshot holds already is done (a snapshot taken since, as
+    `job.restart()` restores). Raises SnapshotError for a new name `dag` does not have or an
+    old name the snapshot does not hold."""
+    in_dag = {vertex.name for vertex in dag.vertices()}
+    in_snapshot = set(snapshot.local_parallelism)
+    new_names: dict[str, str] = {}
+    for new, old in config.renamed_vertices.items():
+        if new not in in_dag:
+            raise SnapshotError(
+                f"renamed_vertices renames {old!r} to {new!r}, but the DAG{_of(dag)} has no "
+                f"vertex {new!r} (its vertices: {_names(in_dag)})"
+            )
+        if new in in_snapshot:
+            continue
+        if old not in in_snapshot:
+            raise SnapshotError(
+                f"renamed_vertices renames {old!r} to {new!r}, but snapshot "
+                f"{snapshot.snapshot_id} holds no vertex {old!r} (its vertices: "
+                f"{_names(in_snapshot)})"
+            )
+        new_names[old] = new
+    return snapshot.renamed(new_names) if new_names else snapshot
+
+
 def check_restorable(snapshot: Snapshot, dag: DAG, config: JobConfig) -> None:
     """Raises SnapshotError, naming the vertices, when `snapshot` holds state of vertices `dag`
     does not have, unless `config.ignore_state_of_removed_vertices`.
@@ -78,15 +106,36 @@ def check_restorable(snapshot: Snapshot, dag: DAG, config: JobConfig) -> None:
         return
     lost = _vertices_with_entries(snapshot, removed)
     if lost:
-        names = ", ".join(f"'{name}'" for name in lost)
-        of_dag = f" '{dag.name}'" if dag.name else ""
+        new = sorted(planned - set(snapshot.local_parallelism))
         raise SnapshotError(
             f"snapshot {snapshot.snapshot_id} holds state of "
             f"{'vertices' if len(lost) > 1 else 'vertex'} "
-            f"{names}, which the DAG{of_dag} does not have (the snapshot was taken of another "
-            "DAG, or of an earlier version of this one): restoring it would lose that state. "
-            "To upgrade the job and drop it, pass JobConfig(ignore_state_of_removed_vertices=True)"
+            f"{_names(lost)}, which the DAG{_of(dag)} does not have (the snapshot was taken of "
+            "another DAG, or of an earlier version of this one): restoring it would lose that "
+            f"state. {_rename_hint(lost, new)}To upgrade the job and drop that state, pass "
+            "JobConfig(ignore_state_of_removed_vertices=True)"
         )
+
+
+def _rename_hint(lost: list[str], new: list[str]) -> str:
+    """The sentence suggesting `renamed_vertices` for the DAG's `new` vertices (none: none)."""
+    if not new:
+        return ""
+    mapping = f"{{{new[0]!r}: {lost[0]!r}}}" if len(new) == len(lost) == 1 else "{'new': 'old'}"
+    vertices = "vertex" if len(new) == 1 else "vertices"
+    return (
+        f"The DAG's new {vertices} (without state in the snapshot): {_names(new)}; if one is a "
+        f"removed vertex renamed, pass JobConfig(renamed_vertices={mapping}) to restore its "
+        "state. "
+    )
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(repr(name) for name in sorted(names))
+
+
+def _of(dag: DAG) -> str:
+    return f" {dag.name!r}" if dag.name else ""
 
 
 def _vertices_with_entries(snapshot: Snapshot, vertices: list[str]) -> list[str]:
