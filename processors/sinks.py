@@ -276,15 +276,18 @@ class WriteFileTransactionalP(AbstractProcessor):
         self._publish(self._sealed)
 
     def _publish(self, files: list[tuple[str, str]]) -> None:
-        """Renames sealed files to their final names; a file already renamed is left alone."""
+        """Renames sealed files to their final names; a file already renamed (by another
+        attempt of the job too, even at the same moment) is left alone."""
         for temp, final in files:
-            if os.path.exists(temp):
+            try:
                 os.replace(temp, final)
-            elif not os.path.exists(final):
+            except FileNotFoundError:
+                if os.path.exists(final):
+                    continue
                 raise FileNotFoundError(
                     f"vertex '{self.context.vertex_name}': {temp!r}, part of a committed "
                     "snapshot, is gone, so its lines are lost"
-                )
+                ) from None
         if files:
             fsync_directory(self._directory)
         files.clear()
