@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,3 +23,15 @@ def browser(tmp_path) -> Iterator[Any]:
 
     with headless_chromium(tmp_path / "profile") as driver:
         yield driver
+
+
+@pytest.fixture
+def frequent_thread_switches() -> Iterator[None]:
+    """Python switches threads every microsecond instead of every 5 ms for one test: a race
+    between two steps of one thread, rare at the default, comes up in every run."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,20 +20,9 @@ from jetspark.edges import between
 from jetspark.processors import generate_p, map_p, non_cooperative_p
 from jetspark.processors.sinks import WriteMapP
 
+pytestmark = pytest.mark.usefixtures("frequent_thread_switches")
 WRITES = 200_000
 RACES = 5
-
-
-@pytest.fixture(autouse=True)
-def frequent_thread_switches() -> Iterator[None]:
-    """Python switches threads every microsecond instead of every 5 ms: a race between two
-    statements of the drain, rare at the default, comes up in every run."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 def _drain_while_writing(write: Any) -> list[tuple[str, str, list[Any]]]:

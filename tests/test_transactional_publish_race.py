@@ -8,9 +8,8 @@ any two steps in every run.
 
 from __future__ import annotations
 
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,9 @@ from jetspark.core import ProcessingGuarantee
 from jetspark.core.test_support import TestInbox, TestOutbox, TestProcessorContext
 from jetspark.processors import write_file_transactional_p
 
+pytestmark = pytest.mark.usefixtures("frequent_thread_switches")
 FILES = 400
 RACES = 5
-
-
-@pytest.fixture(autouse=True)
-def frequent_thread_switches() -> Iterator[None]:
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 def _sink(out: str) -> Any:
