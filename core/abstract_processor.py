@@ -186,7 +186,7 @@ class AbstractProcessor(Processor):
         )
 
     def flat_mapper(
-        self, fn: Callable[[Any], Traverser | Iterable[Any]], ordinal: Ordinals = None
+        self, fn: Callable[[Any], Traverser | Iterable[Any] | None], ordinal: Ordinals = None
     ) -> FlatMapper:
         """A FlatMapper emitting the items `fn(item)` returns, resumable across full outboxes."""
         return FlatMapper(self, fn, ordinal)
@@ -204,7 +204,7 @@ class FlatMapper:
     def __init__(
         self,
         processor: AbstractProcessor,
-        fn: Callable[[Any], Traverser | Iterable[Any]],
+        fn: Callable[[Any], Traverser | Iterable[Any] | None],
         ordinal: Ordinals = None,
     ) -> None:
         self._processor = processor

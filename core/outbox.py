@@ -157,7 +157,7 @@ class OutboxImpl:
         self._unfinished = _NOTHING
         return True
 
-    def offer_items(self, items: Sequence[Any], start: int = 0) -> int:
+    def offer_items(self: Outbox, items: Sequence[Any], start: int = 0) -> int:
         """Offers `items[start:]` to every ordinal, as `offer(item)` one by one would, and stops
         at the first refusal; returns the position of the first item not taken (`len(items)`
         when all were). The items must be plain items, not Watermarks (offer those with

@@ -132,6 +132,7 @@ class FunctionTraverser(Traverser):
     """A traverser whose `next` is a plain zero-argument function (the fastest form)."""
 
     __slots__ = ("next",)
+    next: Callable[[], Any]
 
     def __init__(self, next_fn: Callable[[], Any]) -> None:
         self.next = next_fn  # an instance attribute: one call per item, no method dispatch

@@ -37,9 +37,10 @@ def lazy(supplier: Callable[[], Traverser | Iterable[Any]]) -> Traverser:
     target: list[Traverser | None] = [None]
 
     def next_lazily() -> Any:
-        if target[0] is None:
-            target[0] = as_traverser(supplier())
-        return target[0].next()
+        traverser = target[0]
+        if traverser is None:
+            traverser = target[0] = as_traverser(supplier())
+        return traverser.next()
 
     return FunctionTraverser(next_lazily)
 

@@ -52,7 +52,7 @@ def _normalise(value: object, key: object) -> object:
     raise _refusal(value, key, reason)
 
 
-def _checked_int(value: numbers.Integral, key: object) -> int:
+def _checked_int(value: int | numbers.Integral, key: object) -> int:
     """Return ``value`` as a plain int if msgpack can encode it (64 bits), else refuse it."""
     number = int(value)
     if _INT_MIN <= number <= _INT_MAX:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import mmh3
 import msgpack
@@ -31,7 +31,7 @@ class MurmurHashPartitioner:
         self._pack = msgpack.Packer().pack
         self._pack_surrogates = msgpack.Packer(unicode_errors="surrogatepass").pack
 
-    def partition(self, key: object, partition_count: int) -> int:
+    def partition(self, key: Any, partition_count: int) -> int:
         """Return the partition id of ``key``, in ``range(partition_count)``."""
         kind = type(key)
         if kind is tuple:

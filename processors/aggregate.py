@@ -262,8 +262,6 @@ def all_of(*operations: AggregateOperation) -> AggregateOperation:
     widest = max(operations, key=lambda op: op.arity)
     for op in operations:
         op.accumulate_fns.check_matches(widest.accumulate_fns)
-    combines = [op.combine_fn for op in operations]
-    deducts = [op.deduct_fn for op in operations]
     return AggregateOperation(
         _AllOfCreate(operations),
         PerOrdinal(
@@ -273,8 +271,8 @@ def all_of(*operations: AggregateOperation) -> AggregateOperation:
             ],
             "accumulate fn",
         ),
-        _Pairwise(tuple(combines)) if None not in combines else None,
-        _Pairwise(tuple(deducts)) if None not in deducts else None,
+        _pairwise([op.combine_fn for op in operations]),
+        _pairwise([op.deduct_fn for op in operations]),
         _AllOfResult(tuple(op.export_fn for op in operations)),
         _AllOfResult(tuple(op.finish_fn for op in operations)),
     )
@@ -417,6 +415,12 @@ class _Pairwise:
         return tuple(fn(a, b) for fn, a, b in zip(self.fns, acc, other, strict=True))
 
 
+def _pairwise(fns: Sequence[CombineFn | None]) -> _Pairwise | None:
+    """The combine/deduct function of the slots' `fns`; None unless every slot has one."""
+    present = [fn for fn in fns if fn is not None]
+    return _Pairwise(tuple(present)) if len(present) == len(fns) else None
+
+
 @dataclass(frozen=True)
 class _AllOfResult:
     fns: tuple[ResultFn, ...]
@@ -486,14 +490,12 @@ def co_aggregate(
     for op in operations:
         if op.arity > 1:
             raise ValueError("co_aggregate() takes AggregateOperations of one input each")
-    combines = [op.combine_fn for op in operations]
-    deducts = [op.deduct_fn for op in operations]
     accumulates = [_AccumulateSlot(slot, op.accumulate_fn()) for slot, op in enumerate(operations)]
     return AggregateOperation(
         _AllOfCreate(tuple(operations)),
         PerOrdinal(accumulates if len(accumulates) > 1 else accumulates[0], "accumulate fn"),
-        _Pairwise(tuple(combines)) if None not in combines else None,
-        _Pairwise(tuple(deducts)) if None not in deducts else None,
+        _pairwise([op.combine_fn for op in operations]),
+        _pairwise([op.deduct_fn for op in operations]),
         _Finishing(tuple(op.export_fn for op in operations), finish_fn),
         _Finishing(tuple(op.finish_fn for op in operations), finish_fn),
     )

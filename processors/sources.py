@@ -323,7 +323,11 @@ class ReadFilesP(AbstractProcessor):
         return False
 
     def save_to_snapshot(self) -> bool:
-        position = (self._range_index, self._batch_position, self._emitted)
+        position: tuple[int, int | None, int] = (
+            self._range_index,
+            self._batch_position,
+            self._emitted,
+        )
         if self._skip or self._resume_at is not None:  # restored, nothing read since
             position = (self._range_index, self._resume_at, self._skip)
         return self.try_emit_to_snapshot(*_FILE_POSITION.entry(self.context, position))

@@ -46,7 +46,7 @@ class TaskletOutbox(OutboxImpl):
             return self._offer_watermark(item, ordinal)
         return OutboxImpl.offer(self, item, ordinal)
 
-    def _single_bucket_offer(self) -> Callable[[Any, Ordinals], bool]:
+    def _single_bucket_offer(self) -> Callable[..., bool]:
         """The one-bucket `offer`: a closure, so the hot path reads one attribute, not five."""
         bucket = self.buckets[0]
         capacity = self.capacities[0]
@@ -64,7 +64,7 @@ class TaskletOutbox(OutboxImpl):
 
         return offer
 
-    def _single_bucket_offer_items(self) -> Callable[[Sequence[Any], int], int]:
+    def _single_bucket_offer_items(self) -> Callable[..., int]:
         """The one-bucket `offer_items`: the items that fit go in as one slice, so a batch costs
         a list copy, not a call per item (unless a refused offer is pending)."""
         bucket = self.buckets[0]

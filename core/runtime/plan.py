@@ -97,7 +97,7 @@ class EdgePlan:
             channels,
             upstream,
             key_fn=e.key_fn,
-            partitioner=checked_partitioner(e.partitioner),
+            partitioner=None if e.partitioner is None else checked_partitioner(e.partitioner),
             partition_count=self.partition_count,
             table=self.partition_table,
             all_to_one_partition=self.all_to_one_partition,

@@ -51,7 +51,7 @@ class TestOutbox(OutboxImpl):
     def offer(self, item: Any, ordinal: Ordinals = None) -> bool:
         """Offers like OutboxImpl, naming the bucket count when `ordinal` is out of range."""
         __tracebackhide__ = True  # a contract error points at the processor's line, not here
-        wanted = (ordinal,) if type(ordinal) is int else ordinal or ()
+        wanted = (ordinal,) if isinstance(ordinal, int) else ordinal or ()
         if any(not 0 <= o < len(self.buckets) for o in wanted):
             raise IndexError(
                 f"{self.owner} offered {item!r} to ordinal(s) {ordinal}, but the outbox has "

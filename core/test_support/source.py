@@ -34,7 +34,7 @@ class ProcessorSource:
             template = self._template
             yield lambda member_index: _copy_of(template)
             return
-        shape = {
+        shape: dict[str, Any] = {
             "vertex_name": self.vertex_name,
             "total_parallelism": members * local_parallelism,
             "local_parallelism": local_parallelism,

@@ -50,10 +50,10 @@ def layered_svg(dag: DAG) -> str:
     total = max(sum(w) + NODE_GAP * (len(w) - 1) for w in widths)
     for depth, (layer, layer_widths) in enumerate(zip(rows, widths, strict=True)):
         x = MARGIN + (total - sum(layer_widths) - NODE_GAP * (len(layer) - 1)) / 2
-        y = MARGIN + depth * (NODE_HEIGHT + LAYER_GAP)
-        for name, width in zip(layer, layer_widths, strict=True):
-            boxes[name] = (x, y, width)
-            x += width + NODE_GAP
+        y: float = MARGIN + depth * (NODE_HEIGHT + LAYER_GAP)
+        for name, node_width in zip(layer, layer_widths, strict=True):
+            boxes[name] = (x, y, node_width)
+            x += node_width + NODE_GAP
     edges = []
     for edge in dag.edges():
         source, dest = edge.source_name, edge.dest_name or ""
