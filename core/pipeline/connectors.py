@@ -296,6 +296,11 @@ class SourceBuilder(Generic[S]):
 class _BuiltSourceSupplier:
     """The zero-argument processor function of a built source (picklable, markable)."""
 
+    unbounded: bool
+    replayable: bool
+    kind: str
+    """The markers `build()` sets when they apply (unset: read with their defaults)."""
+
     def __init__(self, spec: SourceSpec) -> None:
         self.spec = spec
 

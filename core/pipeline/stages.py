@@ -666,8 +666,8 @@ class AggregateBuilder:
         rest = [stage for stage, _ in self._inputs[1:]]
         first = self._first
         if isinstance(first, BatchStageWithKey):
-            output = entry if map_to_output_fn is None else map_to_output_fn
-            return first._group([first, *rest], aggr_op, output)
+            to_output = entry if map_to_output_fn is None else map_to_output_fn
+            return first._group([first, *rest], aggr_op, to_output)
         if isinstance(first, StageWithKeyAndWindow):
             return first._window([first.keyed, *rest], aggr_op, map_to_output_fn)
         output = None if map_to_output_fn is None else _Output(map_to_output_fn, drop=2)

@@ -369,7 +369,9 @@ class WindowTransform(Transform):
         super().__init__(upstream, timestamped=True)
         self.window = window
         self.grouped = key_fns is not None
-        self.key_fns = list(key_fns) if key_fns is not None else [_constant_key] * len(upstream)
+        self.key_fns: list[Callable[[Any], Any]] = (
+            list(key_fns) if key_fns is not None else [_constant_key] * len(upstream)
+        )
         self.aggr_op = aggr_op
         self.map_to_output_fn = map_to_output_fn
         self.name = self.default_name = window.describe()

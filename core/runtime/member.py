@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from functools import partial
 
 from jetspark.core.errors import JobCancelledError
@@ -141,7 +141,7 @@ class MemberRuntime:
                     rounds.throw(trap)
             backoff.idle(idle_wait)
 
-    def run_iter(self) -> Iterator[bool]:
+    def run_iter(self) -> Generator[bool, None, None]:
         """Starts the tasklets, then yields after each round whether it made progress.
 
         Returns when all tasklets are done; raises JobFailedError or JobCancelledError. Closing

@@ -124,6 +124,7 @@ class JobView:
     def url(self) -> str:
         """The page's address, e.g. `http://127.0.0.1:41327/`."""
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET address: (host, port)
         return f"http://{host}:{port}/"
 
     def watch(self, job: Job, dag: DAG) -> None:
@@ -260,7 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def setup(self) -> None:
-        self.timeout = self.server.request_timeout  # the socket's, for every read and write
+        # the socket's, for every read and write (typeshed types it a ClassVar: it is per server)
+        self.timeout = self.server.request_timeout  # type: ignore[misc]
         super().setup()
 
     def do_GET(self) -> None:
@@ -275,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self.client_address[0],
                 )
                 status, content_type, body = _json(
-                    421, {"error": f"this view does not serve the host {host[:100]!r}"}
+                    421, {"error": f"this view does not serve the host {(host or '')[:100]!r}"}
                 )
             else:
                 status, content_type, body = self.server.view._answer(path)
