@@ -14,8 +14,16 @@ Jet leaves content changes other than appends undefined; this source follows eac
 identity (`tailed_file.py`) and logs what it finds:
 - a file renamed under another name the glob matches is the same file, read on where it was;
 - a file renamed away or deleted (log rotation) is read to its end through its open descriptor,
-  then followed until a look finds it unchanged, and a new file under the old name is read from
-  its start; a file gone before the source could open it is logged as lost, with its size;
+  then followed, as a writer still holding it may append more, until its modification time is
+  `rotated_grace_seconds` old; a new file under the old name is read from its start; a file gone
+  before the source could open it is logged as lost, with its size;
+- a file that appeared and was rotated between two looks (its name, now under a rotated name
+  such as `a.log.1` or `a.log-20261126` of a name the glob matches, was not in the directory at
+  the previous look, and that name leads to a new file too) is found by its identity and read
+  as a rotated file;
+- compressed files (`.gz`, `.bz2`, `.xz`, `.zst`, `.lz4`, `.zip`, `.Z`: logrotate's `compress`)
+  are ignored when the glob matches them without naming them (`app.log*`), logged once; a glob
+  that names them (`*.gz`) is refused, since a compressed file cannot be followed as it grows;
 - a file truncated, or rewritten in place, is read again from its start;
 - an incomplete last line is never emitted: a finished file's is dropped, logged with its size.
 
@@ -38,6 +46,7 @@ import os
 import stat
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Literal
 
 import mmh3
@@ -51,9 +60,24 @@ from jetspark.processors.file_ranges import splits_lines_by_bytes
 from jetspark.processors.tailed_file import Lines, SavedPosition, TailedFile, decode
 
 _KEY = "stream_file"
+_LISTING_KEY = "stream_file_listing"
 BadInput = Literal["fail", "skip"]
 READ_AHEAD_BYTES = 1 << 20
 """How much of one file a processor reads ahead of what it emitted, by default."""
+ROTATED_GRACE_SECONDS = 5.0
+"""How long a rotated file is followed after it last grew, by default."""
+COMPRESSED_SUFFIXES = {
+    ".gz": "gzip",
+    ".bz2": "bzip2",
+    ".xz": "xz",
+    ".zst": "zstd",
+    ".lz4": "lz4",
+    ".zip": "zip",
+    ".Z": "compress",
+}
+"""File name endings of compressed files (logrotate's `compress`), and their types."""
+_ROTATION_SEPARATORS = ".-_"
+"""What follows a log's name in the names rotation gives it: a.log.1, a.log-20261126."""
 
 
 class StreamFilesP(AbstractProcessor):
@@ -61,6 +85,9 @@ class StreamFilesP(AbstractProcessor):
 
     poll_seconds: float = 0.1
     """How often a processor with nothing to emit looks at the directory again."""
+    clock: Callable[[], float] = staticmethod(time.time)
+    """The wall clock the grace period of rotated files is measured on, against their
+    modification times (tests set a clock of their own)."""
 
     def __init__(
         self,
@@ -71,6 +98,7 @@ class StreamFilesP(AbstractProcessor):
         shared_file_system: bool,
         on_bad_input: BadInput = "fail",
         read_ahead_bytes: int = READ_AHEAD_BYTES,
+        rotated_grace_seconds: float = ROTATED_GRACE_SECONDS,
     ) -> None:
         super().__init__()
         self._directory = directory
@@ -80,6 +108,11 @@ class StreamFilesP(AbstractProcessor):
         self._shared = shared_file_system
         self._skip_bad_input = on_bad_input == "skip"
         self._read_ahead = read_ahead_bytes
+        self._grace = rotated_grace_seconds
+        self._listed: dict[int, str] | None = None
+        """Inode -> name of every entry of the directory at the last look (None: none yet)."""
+        self._ignored: set[str] = set()
+        """The compressed files' names already logged as ignored."""
         self._files: dict[int, TailedFile] = {}
         """Inode -> the file this processor follows."""
         self._queue: deque[Lines] = deque()
@@ -148,6 +181,7 @@ class StreamFilesP(AbstractProcessor):
         self._started = True
         self._all_read = False
         named = self._owned_files(entries)
+        rotated_unseen = self._rotated_since_last_look(entries)
         gone = set()
         for file in sorted(self._files.values(), key=lambda f: (f.name, f.inode)):
             found = named.pop(file.inode, None)
@@ -170,7 +204,58 @@ class StreamFilesP(AbstractProcessor):
                     name,
                     inode,
                 )
+        for inode, name in rotated_unseen:
+            file = TailedFile(name, 0, inode, retired=True)
+            if not file.open(os.path.join(self._directory, name)):
+                continue  # gone, or replaced, since the listing
+            file.look()
+            self._files[inode] = file
+            self.logger.info(
+                "%s: %r (inode %d) appeared and was rotated since the last look: reading it",
+                self._vertex(),
+                name,
+                inode,
+            )
         return True
+
+    def _rotated_since_last_look(self, entries: list[os.DirEntry[str]]) -> list[tuple[int, str]]:
+        """(inode, name) of the files this processor owns that appeared under a name the glob
+        matches and were rotated away between the last look and this one (module docstring);
+        records this look's listing."""
+        matched = {entry.name for entry in entries if fnmatch.fnmatch(entry.name, self._glob)}
+        listed = {
+            entry.inode(): entry.name
+            for entry in entries
+            if entry.name in matched or _rotated_from(entry.name, matched)
+        }
+        previous, self._listed = self._listed, listed
+        if previous is None:
+            return []
+        renewed = {
+            name
+            for inode, name in listed.items()
+            if name in matched and previous.get(inode) != name
+        }
+        found = []
+        for inode, name in sorted(listed.items(), key=lambda item: item[1]):
+            if (
+                inode in previous
+                or fnmatch.fnmatch(name, self._glob)
+                or _compression(name) is not None
+                or not _rotated_from(name, renewed)
+            ):
+                continue
+            try:
+                info = os.stat(os.path.join(self._directory, name))
+            except OSError:
+                continue  # gone since the listing
+            if (
+                stat.S_ISREG(info.st_mode)
+                and info.st_ino not in self._files
+                and self._owns(info.st_ino)
+            ):
+                found.append((info.st_ino, name))
+        return found
 
     def _owned_files(self, entries: list[os.DirEntry[str]]) -> dict[int, tuple[str, Any]]:
         """Inode -> (name, stat) of the regular files the glob matches that this processor
@@ -178,6 +263,17 @@ class StreamFilesP(AbstractProcessor):
         owned = {}
         for entry in entries:
             if not fnmatch.fnmatch(entry.name, self._glob):
+                continue
+            if (compression := _compression(entry.name)) is not None:
+                if entry.name not in self._ignored:
+                    self._ignored.add(entry.name)
+                    self.logger.info(
+                        "%s: %r is %s-compressed (a rotated log?): ignored, since only text "
+                        "files can be followed",
+                        self._vertex(),
+                        entry.name,
+                        compression,
+                    )
                 continue
             try:
                 info = os.stat(entry.path)
@@ -203,7 +299,7 @@ class StreamFilesP(AbstractProcessor):
 
     def _follow_retired(self, file: TailedFile, entries: list[os.DirEntry[str]]) -> None:
         """A followed file no matching name leads to: renamed away or deleted. It is read to
-        its end, then followed until a later look finds it unchanged."""
+        its end, then followed until it has not been written for the grace period."""
         newly = not file.retired
         file.retired = True
         if not file.is_open:  # restored: find it by its inode, under any name
@@ -218,13 +314,19 @@ class StreamFilesP(AbstractProcessor):
             self._lose(file, f"was renamed away or deleted, then {change}")
         elif newly:
             self.logger.info(
-                "%s: %r (inode %d) was renamed away or deleted: reading the rest of it",
+                "%s: %r (inode %d) was renamed away or deleted: reading the rest of it, and "
+                "what is appended to it until it has not been written for %g s",
                 self._vertex(),
                 file.name,
                 file.inode,
+                self._grace,
             )
-        elif not (grew or file.readable or self._pending(file)):
+        elif not (grew or file.readable or self._pending(file)) and self._quiet(file):
             self._finish(file)
+
+    def _quiet(self, file: TailedFile) -> bool:
+        """True when `file` was last modified at least the grace period ago."""
+        return self.clock() - file.modified >= self._grace
 
     def _lose(self, file: TailedFile, what: str) -> None:
         """Stops following a file that can no longer be read, logging what it held unread."""
@@ -266,10 +368,12 @@ class StreamFilesP(AbstractProcessor):
             )
         else:
             self.logger.info(
-                "%s: %r (inode %d, renamed away or deleted) was read to its end",
+                "%s: %r (inode %d, renamed away or deleted) was read to its end, and has not "
+                "been written for %g s",
                 self._vertex(),
                 file.name,
                 file.inode,
+                self._grace,
             )
 
     def _stop_following(self, file: TailedFile) -> None:
@@ -342,6 +446,9 @@ class StreamFilesP(AbstractProcessor):
                 (broadcast_key((_KEY, file.name, file.inode)), self._saved(file))
                 for file in sorted(self._files.values(), key=lambda f: (f.name, f.inode))
             ]
+            if self._listed is not None and self._reader == 0:  # one listing per directory
+                listing = tuple(sorted(self._listed.items()))
+                self._snapshot.append((broadcast_key((_LISTING_KEY, self._reader)), listing))
         if not self.emit_from_traverser_to_snapshot(self._snapshot):
             return False
         self._snapshot = None
@@ -356,6 +463,10 @@ class StreamFilesP(AbstractProcessor):
         return file.saved_position(*pending.position_after(pending.emitted))
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if isinstance(key, BroadcastKey) and key.key[0] == _LISTING_KEY:
+            self._restored = True  # the listing of the last look, to find what rotated since
+            self._listed = {**(self._listed or {}), **dict(value)}
+            return
         if not isinstance(key, BroadcastKey) or key.key[0] != _KEY:
             raise ValueError(f"unexpected snapshot entry {key!r}: expected a file position")
         if len(key.key) != 3:
@@ -378,6 +489,21 @@ class StreamFilesP(AbstractProcessor):
             file.close()
 
 
+def _compression(name: str) -> str | None:
+    """The compression type a file's name says it has, if any."""
+    _, suffix = os.path.splitext(name)
+    return COMPRESSED_SUFFIXES.get(suffix) or COMPRESSED_SUFFIXES.get(suffix.lower())
+
+
+def _rotated_from(name: str, bases: set[str]) -> bool:
+    """True when `name` is a name rotation gives a file named one of `bases`: that name, a
+    separator, more (a.log.1 of a.log)."""
+    return any(
+        character in _ROTATION_SEPARATORS and name[:at] in bases
+        for at, character in enumerate(name[:-1])
+    )
+
+
 def file_owner(inode: int, readers: int) -> int:
     """The index, among `readers` processors, of the one that reads the file with `inode`:
     MurmurHash3 of the inode, so a file keeps its reader when it is renamed."""
@@ -393,6 +519,7 @@ def stream_files_p(
     shared_file_system: bool = False,
     on_bad_input: BadInput = "fail",
     read_ahead_bytes: int = READ_AHEAD_BYTES,
+    rotated_grace_seconds: float = ROTATED_GRACE_SECONDS,
 ) -> ProcessorFn:
     """Jet's `streamFiles`: the lines of the files of `directory` matching `glob`, then every
     line appended to them or to new files, until the directory is deleted; replayable from
@@ -400,7 +527,9 @@ def stream_files_p(
 
     `on_bad_input`: "fail" (a line that is not `charset` fails the job, naming the file and
     the line's byte offset) or "skip" (it is skipped with a warning naming them).
-    `read_ahead_bytes`: how much of a file is read ahead of what was emitted."""
+    `read_ahead_bytes`: how much of a file is read ahead of what was emitted.
+    `rotated_grace_seconds`: how long a file renamed away or deleted is followed after it last
+    grew (a writer may still hold it). A glob naming compressed files is refused."""
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise NotADirectoryError(f"stream_files_p: {directory!r} is not a directory")
     try:
@@ -416,8 +545,28 @@ def stream_files_p(
         raise ValueError(f"stream_files_p: on_bad_input is 'fail' or 'skip', got {on_bad_input!r}")
     if not isinstance(read_ahead_bytes, int) or read_ahead_bytes < 1:
         raise ValueError(f"stream_files_p: read_ahead_bytes must be >= 1, got {read_ahead_bytes!r}")
+    if isinstance(rotated_grace_seconds, bool) or not (
+        isinstance(rotated_grace_seconds, int | float) and rotated_grace_seconds >= 0
+    ):
+        raise ValueError(
+            "stream_files_p: rotated_grace_seconds must be a number of seconds >= 0, "
+            f"got {rotated_grace_seconds!r}"
+        )
+    if (compression := _compression(glob.rstrip("*?]"))) is not None:
+        raise ValueError(
+            f"stream_files_p: the glob {glob!r} names {compression}-compressed files, which "
+            "cannot be followed as they grow; it follows text files (read compressed ones "
+            "decompressed by a source of your own, or name only the uncompressed logs)"
+        )
     return unbounded(
         lambda: StreamFilesP(
-            directory, glob, charset, only_new, shared_file_system, on_bad_input, read_ahead_bytes
+            directory,
+            glob,
+            charset,
+            only_new,
+            shared_file_system,
+            on_bad_input,
+            read_ahead_bytes,
+            rotated_grace_seconds,
         )
     )

@@ -60,6 +60,8 @@ class TailedFile:
         """False while `offset` may be inside a line (an `only_new` start at the file's end)."""
         self.retired = retired
         """True once no name the glob matches leads to it (renamed away, or deleted)."""
+        self.modified = 0.0
+        """The file's modification time at the last look (seconds since the epoch)."""
         self.read_to = offset
         self._read_fingerprint = fingerprint
         self._stalled_at = -1
@@ -110,7 +112,8 @@ class TailedFile:
         since the snapshot it was restored from; what replaced the content read so far in
         place, if anything: a description for the log)."""
         assert self._descriptor is not None
-        size = os.fstat(self._descriptor).st_size
+        info = os.fstat(self._descriptor)
+        size, self.modified = info.st_size, info.st_mtime
         grew, self.size = size != self.size, size
         if size < self.read_to:
             return grew, f"was truncated to {size} bytes, below the {self.read_to} read"

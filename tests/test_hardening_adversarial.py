@@ -4,6 +4,7 @@ about their state, and the other cases named in each section below."""
 from __future__ import annotations
 
 import errno
+import gzip
 import hmac
 import logging
 import os
@@ -20,6 +21,7 @@ import msgpack
 import pytest
 
 from jetspark.core import (
+    DAG,
     DirectorySnapshotStore,
     ExecutionMode,
     JobConfig,
@@ -28,7 +30,11 @@ from jetspark.core import (
     SnapshotError,
 )
 from jetspark.core.cli import main
+from jetspark.core.suppliers import unbounded
 from jetspark.core.view import JobView
+from jetspark.edges import between
+from jetspark.processors import stream_files_p, write_file_transactional_p
+from jetspark.processors.stream_files import StreamFilesP
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -288,3 +294,179 @@ def test_a_view_client_that_leaves_before_its_answer_leaves_no_traceback(
     err = capfd.readouterr().err
     assert "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+# --- stream_files_p: rotation while a writer holds the file, between looks, compressed (1, 2) ----
+
+STREAM_CONFIG = JobConfig(
+    processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=5
+)
+STREAM_ENGINES = [
+    pytest.param("local", None, id="local"),
+    pytest.param("spark", ExecutionMode.MICRO_BATCH, id="micro-batch", marks=pytest.mark.spark),
+    pytest.param("spark", ExecutionMode.CONTINUOUS, id="continuous", marks=pytest.mark.spark),
+]
+
+
+class _Watched(StreamFilesP):
+    """stream_files_p observed through files in `state` (so it works in Spark's Python workers
+    too): each look adds a byte to `looks-<processor>`; while the file `hold` exists, a look
+    waits, having written `held-<processor>`; the grace clock reads the number in `clock`
+    (0: before every file's modification time; the test moves it to after)."""
+
+    poll_seconds = 0.01
+
+    def __init__(self, directory: Path, state: Path, glob: str = "*.log", **options: Any) -> None:
+        super().__init__(str(directory), glob, "utf-8", False, True, **options)
+        self._state = str(state)
+
+    def clock(self) -> float:  # type: ignore[override]
+        with open(os.path.join(self._state, "clock")) as file:
+            return float(file.read())
+
+    def _look(self) -> bool:
+        me = self.context.global_processor_index
+        if os.path.exists(os.path.join(self._state, "hold")):
+            Path(self._state, f"held-{me}").touch()
+            while os.path.exists(os.path.join(self._state, "hold")):
+                time.sleep(0.005)
+        looked = super()._look()
+        with open(os.path.join(self._state, f"looks-{me}"), "ab") as file:
+            file.write(b".")
+        return looked
+
+
+class _Followed:
+    """A job of `kind` reading logs/*.log with _Watched into a transactional sink."""
+
+    def __init__(
+        self, kind: str, mode: ExecutionMode | None, tmp_path: Path, request: Any, **options: Any
+    ) -> None:
+        self.logs, self.out, self.state = tmp_path / "logs", tmp_path / "out", tmp_path / "state"
+        self.logs.mkdir(exist_ok=True)
+        self.processors = 1 if kind == "local" else 2
+        self.state.mkdir()
+        (self.state / "clock").write_text("0")
+        config = STREAM_CONFIG
+        if kind == "local":
+            engine: Any = LocalEngine(1, snapshot_clock=jobs.TickClock())
+        else:
+            from jetspark.core.spark import SparkEngine
+
+            context = request.getfixturevalue("spark_engine").context
+            engine = SparkEngine(context, members=2, batch_items=1000)
+            config = JobConfig(
+                processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+                snapshot_interval_millis=5,
+                execution_mode=mode,
+            )
+        logs, state = self.logs, self.state
+        dag = DAG("followed-logs")
+        files = dag.new_vertex(
+            "files", unbounded(lambda: _Watched(logs, state, **options)), local_parallelism=1
+        )
+        sink = dag.new_vertex("sink", write_file_transactional_p(str(self.out)))
+        dag.edge(between(files, sink).distributed())
+        self.job = engine.new_job(
+            dag, config, snapshot_store=DirectorySnapshotStore(tmp_path / "s")
+        )
+
+    def committed(self) -> list[str]:
+        return jobs.committed_lines(str(self.out)) if self.out.is_dir() else []
+
+    def wait_for(self, condition: Any) -> None:
+        while not condition():
+            assert not self.job.status.is_terminal, self.job.join(0)
+            time.sleep(0.01)
+
+    def looks(self) -> dict[str, int]:
+        """How many looks each processor made so far."""
+        return {p.name: p.stat().st_size for p in self.state.glob("looks-*")}
+
+    def wait_for_looks(self, more: int) -> None:
+        """Waits until each processor has looked `more` more times (all started looking)."""
+        self.wait_for(lambda: len(self.looks()) == self.processors)
+        before = self.looks()
+        self.wait_for(lambda: all(n >= before[p] + more for p, n in self.looks().items()))
+
+    def finish(self, expected: list[str]) -> None:
+        self.wait_for(lambda: len(self.committed()) >= len(expected))
+        shutil.rmtree(self.logs)
+        self.job.join(300)
+        assert self.committed() == sorted(expected)
+
+
+def _lines(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{n}" for n in range(count)]
+
+
+def _append(file: Any, lines: list[str]) -> None:
+    file.write("".join(line + "\n" for line in lines))
+    file.flush()
+
+
+@pytest.mark.parametrize(("kind", "mode"), STREAM_ENGINES)
+def test_lines_a_writer_appends_to_a_rotated_log_after_quiet_looks_are_read(
+    kind: str, mode: ExecutionMode | None, tmp_path: Path, request: Any
+) -> None:
+    followed = _Followed(kind, mode, tmp_path, request)
+    log = followed.logs / "app.log"
+    with open(log, "a", encoding="utf-8") as writer:  # the application's descriptor
+        _append(writer, _lines("before-", 100))
+        followed.wait_for(lambda: len(followed.committed()) >= 100)
+        log.rename(followed.logs / "app.log.1")  # logrotate; the writer keeps its descriptor
+        followed.wait_for_looks(3)  # the rotated file was looked at, unchanged, since
+        _append(writer, _lines("late-", 50))
+        followed.wait_for(lambda: len(followed.committed()) >= 150)
+        quiet = os.stat(followed.logs / "app.log.1").st_mtime + 10  # past the 5 s grace period
+        (followed.state / "clock").write_text(str(quiet))
+        followed.wait_for_looks(3)
+        _append(writer, _lines("after-grace-", 5))  # no longer followed: not read
+        followed.wait_for_looks(3)
+    (followed.logs / "b.log").write_text("marker\n")
+    followed.finish(_lines("before-", 100) + _lines("late-", 50) + ["marker"])
+
+
+@pytest.mark.parametrize(("kind", "mode"), STREAM_ENGINES)
+def test_a_log_written_and_rotated_between_two_looks_is_read_whole(
+    kind: str, mode: ExecutionMode | None, tmp_path: Path, request: Any
+) -> None:
+    followed = _Followed(kind, mode, tmp_path, request, glob="app.log")
+    logs = followed.logs
+    (logs / "app.log").write_text("".join(f"{line}\n" for line in _lines("first-", 100)))
+    followed.wait_for(lambda: len(followed.committed()) >= 100)
+    followed.wait_for_looks(1)
+    (followed.state / "hold").touch()
+    followed.wait_for(lambda: len(list(followed.state.glob("held-*"))) == followed.processors)
+    # between two looks: app.log rotated, a second one written and rotated, a third begun
+    (logs / "app.log").rename(logs / "app.log.1")
+    (logs / "app.log").write_text("".join(f"{line}\n" for line in _lines("second-", 70)))
+    (logs / "app.log.1").rename(logs / "app.log.2")
+    (logs / "app.log").rename(logs / "app.log.1")
+    (logs / "app.log").write_text("".join(f"{line}\n" for line in _lines("third-", 30)))
+    (followed.state / "hold").unlink()
+    followed.finish(_lines("first-", 100) + _lines("second-", 70) + _lines("third-", 30))
+
+
+@pytest.mark.parametrize(("kind", "mode"), STREAM_ENGINES)
+@pytest.mark.parametrize("on_bad_input", ["fail", "skip"])
+def test_compressed_rotations_the_glob_does_not_name_are_ignored(
+    kind: str, mode: ExecutionMode | None, on_bad_input: str, tmp_path: Path, request: Any
+) -> None:
+    followed = _Followed(kind, mode, tmp_path, request, glob="app.log*", on_bad_input=on_bad_input)
+    logs = followed.logs
+    (logs / "app.log").write_text("".join(f"{line}\n" for line in _lines("first-", 100)))
+    followed.wait_for(lambda: len(followed.committed()) >= 100)
+    (logs / "app.log").rename(logs / "app.log.1")
+    (logs / "app.log").write_text("".join(f"{line}\n" for line in _lines("second-", 40)))
+    # logrotate's compress; stored blocks, so lines of text show through its bytes
+    with gzip.open(logs / "app.log.1.gz", "wb", compresslevel=0) as compressed:
+        compressed.write((logs / "app.log.1").read_bytes())
+    (logs / "app.log.1").unlink()
+    followed.finish(_lines("first-", 100) + _lines("second-", 40))
+
+
+def test_a_glob_naming_compressed_files_is_refused_naming_the_type(tmp_path: Path) -> None:
+    for glob, kind in [("*.gz", "gzip"), ("app.log.*.bz2", "bzip2"), ("*.zst*", "zstd")]:
+        with pytest.raises(ValueError, match=f"names {kind}-compressed files"):
+            stream_files_p(str(tmp_path), glob)
