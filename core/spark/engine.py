@@ -27,7 +27,7 @@ from jetspark.core.spark.guarantees import (
 from jetspark.core.spark.job import SparkJob
 from jetspark.core.spark.microbatch.run import run_micro_batch_job
 from jetspark.core.spark.modes import Mode, choose_mode
-from jetspark.core.spark.session import spark_context_of, stop_context
+from jetspark.core.spark.session import master_of, spark_context_of, stop_context
 from jetspark.core.spark.shipping import ship_package
 from jetspark.core.spark.slots import release_slots, task_slots
 from jetspark.core.spark.stages.explain import explain_plan
@@ -75,7 +75,7 @@ class SparkEngine:
         )
         """True when this engine created its SparkContext: `stop()` stops only such a one."""
         self.context = spark_context_of(spark)
-        self._jobs: list[SparkJob] = []
+        self._jobs: list[Job] = []
         self.members = members if members is not None else self.context.defaultParallelism
         if not isinstance(self.members, int) or self.members < 1:
             raise ValueError(f"members must be an int >= 1, got {self.members!r}")
@@ -124,7 +124,7 @@ class SparkEngine:
         plan.close(None)
         if mode is Mode.CONTINUOUS:
             slots = task_slots(self.context)
-            master = self.context.master
+            master = master_of(self.context)
             return explain_continuous(dag, config, self.members, slots, master, parallelism)
         stages = plan_stages(dag)
         persisted = persisted_stages(dag, stages)

@@ -18,6 +18,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError, JobCancelledError, SnapshotError
 from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
+from jetspark.core.spark.session import master_of
 
 _log = logging.getLogger("jetspark.spark")
 
@@ -32,9 +33,9 @@ def stream_vertex(dag: DAG) -> tuple[str, Any] | None:
     """The `read_stream_p` vertex of `dag` and its streaming DataFrame, if it has one; a DAG
     with several is refused (one Spark query drives the batches)."""
     found = [
-        (v.name, v.meta_supplier.streaming_frame)
+        (v.name, frame)
         for v in dag.vertices()
-        if getattr(v.meta_supplier, "streaming_frame", None) is not None
+        if (frame := getattr(v.meta_supplier, "streaming_frame", None)) is not None
     ]
     if len(found) > 1:
         names = ", ".join(f"'{name}'" for name, _ in found)
@@ -97,7 +98,7 @@ def check_streaming_job(
     if restore_from is not None:
         check_restorable(restore_from, dag, config)
     if store is None:
-        if not context.master.startswith("local"):
+        if not master_of(context).startswith("local"):
             raise ValueError(
                 f"a job with a processing guarantee on the cluster {context.master} needs "
                 "snapshot_store=DirectorySnapshotStore(directory) on storage that the driver "

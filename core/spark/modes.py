@@ -25,6 +25,7 @@ from jetspark.core.config import ExecutionMode, JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
 from jetspark.core.spark.guarantees import stream_vertex
+from jetspark.core.spark.session import master_of
 from jetspark.core.spark.slots import (
     EXECUTORS_WAIT_SECONDS,
     configured_slots,
@@ -132,7 +133,7 @@ def choose_mode(
     refusal = barrier_refusal(context)
     if refusal is not None:
         return _fallback(dag, config, guaranteed, f"{reason}, but {refusal}")
-    wanted = min(members, configured_slots(context.getConf(), context.master) or 1)
+    wanted = min(members, configured_slots(context.getConf(), master_of(context)) or 1)
     slots = wait_for_slots(context, wanted)
     free, holders = take_slots(context, slots, members, holder)
     if free >= members:

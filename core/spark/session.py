@@ -86,8 +86,8 @@ def reach_master(master: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> str | 
         url = urlsplit(master.removeprefix("k8s://"))
         if not url.scheme:  # Spark's default scheme for the API server is https
             url = urlsplit(f"https://{master.removeprefix('k8s://')}")
-        port = url.port or (443 if url.scheme == "https" else 80)
-        addresses = [(url.hostname or "", str(port))]
+        api_port = url.port or (443 if url.scheme == "https" else 80)
+        addresses = [(url.hostname or "", str(api_port))]
         what = f"the Kubernetes API server of {master}"
         hint = "is the cluster running, and is the address the one `kubectl cluster-info` shows?"
     else:
@@ -246,6 +246,7 @@ def _submitted_context(
     context = _started(conf, effective_master, None, quiet=False)
     if quiet:  # spark-submit's JVM was started with Spark's logging: jetspark's from here on
         jvm = context._jvm
+        assert jvm is not None  # the context has started
         configurator = jvm.org.apache.logging.log4j.core.config.Configurator
         configurator.reconfigure(jvm.java.net.URI.create(LOG_CONFIG.as_uri()))
     return context
@@ -313,7 +314,7 @@ def _end_driver_jvm() -> None:
     EOF on the JVM's stdin tells it to exit, and its exit is awaited (`JVM_EXIT_TIMEOUT`)."""
     global _own_gateway
     gateway, _own_gateway = _own_gateway, None
-    if gateway is None or SparkContext._gateway is not gateway:
+    if SparkContext._gateway is not gateway or gateway is None:
         return
     SparkContext._gateway = None  # type: ignore[assignment]
     SparkContext._jvm = None  # type: ignore[assignment]
@@ -360,6 +361,13 @@ def ui_address(context: SparkContext) -> str | None:
     parts = urlsplit(url)
     host = os.environ.get("SPARK_LOCAL_IP") or parts.hostname
     return f"{parts.scheme}://{host}:{parts.port}"
+
+
+def master_of(context: SparkContext) -> str:
+    """The master URL of a started `context` (PySpark types it Optional: unset before start)."""
+    master = context.master
+    assert master is not None
+    return master
 
 
 def spark_context_of(spark: Any) -> SparkContext:

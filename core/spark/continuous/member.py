@@ -23,7 +23,7 @@ import pickle
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from traceback import format_exception
 from typing import Any
 
@@ -240,7 +240,7 @@ class MemberTask:
     """Heartbeats with the driver, ports (settings.py)."""
     shipped: Any = None
 
-    def __call__(self, partition: Iterator[Any]) -> Iterator[Any]:
+    def __call__(self, partition: Iterable[Any]) -> Iterator[Any]:
         """Runs the member; yields nothing (results go to the driver as they are produced)."""
         from pyspark import BarrierTaskContext
 

@@ -39,7 +39,8 @@ class LineFrames(UTF8Deserializer):
         unpack_from = _LENGTH.unpack_from
         while True:
             buffered = peek(_HEADER)
-            end, position, lines, finished = len(buffered), 0, [], False
+            lines: list[str | None] = []
+            end, position, finished = len(buffered), 0, False
             while position + _HEADER <= end:
                 (length,) = unpack_from(buffered, position)
                 if length < 0:

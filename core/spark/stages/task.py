@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from jetspark.core.errors import JobFailedError
@@ -57,7 +57,7 @@ class StageTask:
     batch: StageSnapshots | None = None
     """Set in a micro-batch of a job with a processing guarantee (see microbatch/batch.py)."""
 
-    def __call__(self, member: int, records: Iterator[Any]) -> Iterator[Any]:
+    def __call__(self, member: int, records: Iterable[Any]) -> Iterator[Any]:
         """Builds and drives the member runtime, yielding records as it produces them."""
         rdd_input = None
         if self.rdd_source is not None:
@@ -67,7 +67,7 @@ class StageTask:
             stores = self.batch.task_stores(shipped, rdd_input)
         else:
             stores = TaskStores(shipped, rdd_input)
-        exchange = SparkExchange(records, self.stage, self.heir_of)
+        exchange = SparkExchange(iter(records), self.stage, self.heir_of)
         plan = dataclasses.replace(self.plan, stores=stores)
         batch = None
         try:

@@ -7,7 +7,7 @@ writes, metrics) come back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,7 +130,7 @@ def _sorted_shuffle(output: RDD, edge_rank: dict[int, int], members: int) -> RDD
     )
 
 
-def _unkeyed(keyed: Iterator[tuple[tuple[int, ...], Any]]) -> Iterator[tuple[int, Any]]:
+def _unkeyed(keyed: Iterable[tuple[tuple[int, ...], Any]]) -> Iterator[tuple[int, Any]]:
     for key, body in keyed:
         yield key[0], body
 
