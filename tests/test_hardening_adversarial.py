@@ -30,6 +30,7 @@ from jetspark.core import (
     SnapshotError,
 )
 from jetspark.core.cli import main
+from jetspark.core.spark.microbatch.item_budget import BUSY_FRACTION, MIN_ITEM_BUDGET, ItemBudget
 from jetspark.core.suppliers import unbounded
 from jetspark.core.view import JobView
 from jetspark.edges import between
@@ -470,3 +471,48 @@ def test_a_glob_naming_compressed_files_is_refused_naming_the_type(tmp_path: Pat
     for glob, kind in [("*.gz", "gzip"), ("app.log.*.bz2", "bzip2"), ("*.zst*", "zstd")]:
         with pytest.raises(ValueError, match=f"names {kind}-compressed files"):
             stream_files_p(str(tmp_path), glob)
+
+
+# --- micro-batches: the item budget follows what fits the interval (case 10) ---------------------
+
+
+def _batches(fixed_cost: float, per_item: float, interval: float, count: int) -> list[float]:
+    """The durations of `count` micro-batches of a job whose sources are always behind and
+    whose batch costs `fixed_cost` plus `per_item` per item, its budget adapted after each."""
+    budget = ItemBudget()
+    durations = []
+    for _ in range(count):
+        seconds = fixed_cost + per_item * budget.items
+        durations.append(seconds)
+        budget.adapt(budget.items, seconds, True, interval)
+    return durations
+
+
+def test_a_slow_sink_brings_the_budget_down_to_what_fits_the_interval() -> None:
+    # 2 ms an item (a slow sink), 1 s snapshots: the first batch takes 40 s, the third fits
+    durations = _batches(fixed_cost=0.2, per_item=0.002, interval=1.0, count=8)
+    assert durations[0] > 40
+    assert all(0.5 <= seconds <= 1.0 for seconds in durations[2:]), durations
+
+
+@pytest.mark.parametrize(
+    ("fixed_cost", "per_item", "interval"),
+    [(0.3, 1e-6, 0.1), (0.05, 1e-6, 1.0), (0.2, 0.5, 1.0)],
+    ids=["fixed cost above the interval", "fast items", "an item a half second"],
+)
+def test_the_budget_keeps_throughput_where_the_fixed_cost_dominates(
+    fixed_cost: float, per_item: float, interval: float
+) -> None:
+    durations = _batches(fixed_cost, per_item, interval, count=12)
+    settled = durations[-1]
+    items = round((settled - fixed_cost) / per_item)
+    assert items >= MIN_ITEM_BUDGET
+    # busy at least as long as fixed: throughput is at least half of what any budget gives
+    assert settled - fixed_cost >= min(fixed_cost, BUSY_FRACTION * interval - fixed_cost) * 0.99
+    assert settled <= max(interval, 2.01 * fixed_cost, fixed_cost + MIN_ITEM_BUDGET * per_item)
+
+
+def test_a_fixed_budget_stays_fixed() -> None:
+    budget = ItemBudget(150)
+    budget.adapt(150, 30.0, True, 1.0)
+    assert budget.items == 150

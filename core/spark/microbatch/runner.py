@@ -15,11 +15,11 @@ the JobFailedError naming vertex, processor and callback.
 
 The snapshot interval is the batch length: when the sources had nothing more to read, the next
 batch starts one interval after the previous one started; while they are behind (a source
-spent its budget), the next one starts at once, with the budget scaled so that a batch takes
-about BUSY_FRACTION of an interval, which keeps a result within two intervals of its event
-despite the batches' jitter. The loop ends when every processor has completed (a bounded job,
-whose results then equal those of the same DAG without a guarantee) or when the job is
-cancelled.
+spent its budget), the next one starts at once, with the budget sized so that a batch takes
+about BUSY_FRACTION of an interval (item_budget.py), which keeps a result within two intervals
+of its event despite the batches' jitter. The loop ends when every processor has completed (a
+bounded job, whose results then equal those of the same DAG without a guarantee) or when the
+job is cancelled.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from jetspark.core.spark.job_group import GroupJobs, wait_for_tasks_to_end
 from jetspark.core.spark.metrics import accumulate_metrics
 from jetspark.core.spark.microbatch.batch import BatchSpec
 from jetspark.core.spark.microbatch.carried import carried_watermarks
+from jetspark.core.spark.microbatch.item_budget import ItemBudget
 from jetspark.core.spark.microbatch.publication import (
     SealedFiles,
     check_visible,
@@ -70,11 +71,6 @@ _log = logging.getLogger("jetspark.spark")
 
 MICRO_BATCH = "micro_batch"
 """The execution mode micro-batch jobs report in their metrics."""
-INITIAL_ITEM_BUDGET = 20_000
-"""Items per source processor in a job's first batch; later batches adapt it."""
-_MAX_GROWTH = 4.0
-BUSY_FRACTION = 0.8
-"""The share of a snapshot interval a batch whose sources are behind is sized to take."""
 
 
 @dataclass(frozen=True)
@@ -125,8 +121,7 @@ class MicroBatchRunner:
         self._dag = dag
         self.store = store
         self._restore_from = restore_from
-        self._fixed_budget = engine.batch_items is not None
-        self._budget = engine.batch_items or INITIAL_ITEM_BUDGET
+        self._budget = ItemBudget(engine.batch_items)
         self._read_to_the_end = prioritized_sources(dag)
         self.metrics = JobMetrics(execution_mode=MICRO_BATCH)
         """The counters summed over every batch so far, with the newest reports."""
@@ -167,7 +162,7 @@ class MicroBatchRunner:
             report, finished = self.run_batch(config, snapshot_id)
             if finished:
                 return
-            self._adapt(report, interval)
+            self._budget.adapt(report.item_budget, report.duration_seconds, report.behind, interval)
             if not report.behind:
                 job.cancel_event.wait(max(0.0, started + interval - time.monotonic()))
 
@@ -270,7 +265,7 @@ class MicroBatchRunner:
             spec = BatchSpec(
                 snapshot_id=snapshot_id,
                 store=self.store,
-                item_budget=self._budget,
+                item_budget=self._budget.items,
                 restore=(
                     restore_spec(last, plan, self._readers, self._keyed)
                     if last is not None
@@ -307,21 +302,10 @@ class MicroBatchRunner:
         duration = time.monotonic() - started
         state_bytes = sum(facts.vertex_bytes.values())
         report = BatchReport(
-            snapshot_id, facts.input_items, duration, state_bytes, facts.behind, self._budget
+            snapshot_id, facts.input_items, duration, state_bytes, facts.behind, self._budget.items
         )
         finished = all(committed.completed_flags().values())
         return report, committed, finished, facts.vertex_bytes
-
-    def _adapt(self, report: BatchReport, interval: float) -> None:
-        """Scales the item budget so that a batch whose sources are behind takes about
-        BUSY_FRACTION of an interval, never below the initial budget: a batch has a fixed cost
-        (a Spark job, task start, restore), and shrinking the budget under it would lower
-        throughput, not the batch's duration."""
-        if self._fixed_budget or not report.behind or report.duration_seconds <= 0:
-            return
-        target = BUSY_FRACTION * interval
-        factor = min(_MAX_GROWTH, max(1 / _MAX_GROWTH, target / report.duration_seconds))
-        self._budget = max(INITIAL_ITEM_BUDGET, int(self._budget * factor))
 
 
 @dataclass
