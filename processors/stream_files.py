@@ -123,7 +123,9 @@ class StreamFilesP(AbstractProcessor):
         self._restored = False
         self._started = False
         self._next_look = 0.0
-        self._snapshot: list[tuple[BroadcastKey, SavedPosition]] | None = None
+        self._snapshot: (
+            list[tuple[BroadcastKey, SavedPosition | tuple[tuple[int, str], ...]]] | None
+        ) = None  # each file's position, then reader 0's directory listing
 
     def is_cooperative(self) -> bool:
         return False
