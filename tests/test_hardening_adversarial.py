@@ -34,8 +34,12 @@ from jetspark.core.spark.microbatch.item_budget import BUSY_FRACTION, MIN_ITEM_B
 from jetspark.core.suppliers import unbounded
 from jetspark.core.view import JobView
 from jetspark.edges import between
+from jetspark.partitioning import partition_id
 from jetspark.processors import stream_files_p, write_file_transactional_p
 from jetspark.processors.stream_files import StreamFilesP
+from jetspark.processors.tfidf import open_index, scan_corpus, search, write_index
+from jetspark.processors.tfidf.errors import InputError
+from jetspark.processors.tfidf.parts import part_name
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -516,3 +520,60 @@ def test_a_fixed_budget_stays_fixed() -> None:
     budget = ItemBudget(150)
     budget.adapt(150, 30.0, True, 1.0)
     assert budget.items == 150
+
+
+# --- the TF-IDF index: damage named as damage (case 7) --------------------------------------------
+
+TEXTS = {
+    "jet.txt": "The jet engine burns fuel.\nA jet flies fast and the jet is loud.\n",
+    "spark.txt": "A spark lights the fuel.\nSpark clusters process data fast.\n",
+}
+
+
+@pytest.fixture
+def partitioned_index(tmp_path: Path) -> Path:
+    books = tmp_path / "books"
+    books.mkdir()
+    for name, text in TEXTS.items():
+        (books / name).write_text(text * 50, encoding="utf-8")
+    path = tmp_path / "index"
+    write_index(LocalEngine(), scan_corpus(books), str(path), frozenset({"the", "a"}))
+    return path
+
+
+def _search(capsys: pytest.CaptureFixture[str], path: Path, query: str) -> tuple[int, str]:
+    code = main(["search", query, "--index", str(path)])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_a_truncated_index_part_is_named_damaged_once(
+    partitioned_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    part = partitioned_index / part_name(
+        partition_id("jet", open_index(partitioned_index).partitions)
+    )
+    part.write_bytes(part.read_bytes()[:-7])
+    with pytest.raises(InputError) as raised:
+        search(open_index(partitioned_index), "jet")
+    message = str(raised.value)
+    assert f"its part {part.name} holds" in message and "CRC-32" in message
+    assert "not msgpack" not in message and message.count("damaged") == 1
+    code, text = _search(capsys, partitioned_index, "jet")
+    assert code == 2 and "not msgpack" not in text and "CRC-32" in text
+
+
+def test_an_edited_index_manifest_is_named_damaged_not_answered(
+    partitioned_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest_path = partitioned_index / "MANIFEST.msgpack"
+    manifest = msgpack.unpackb(manifest_path.read_bytes(), strict_map_key=False)
+    manifest["partitions"] += 1  # every word would be looked up in the wrong part
+    manifest_path.write_bytes(msgpack.packb(manifest))
+    with pytest.raises(InputError, match=r"MANIFEST\.msgpack does not match its checksum"):
+        open_index(partitioned_index)
+    code, text = _search(capsys, partitioned_index, "jet fuel")
+    assert code == 2 and "is damaged" in text and "no document contains" not in text
+    manifest_path.write_bytes(b"\xc1" + manifest_path.read_bytes())
+    with pytest.raises(InputError, match=r"is damaged: its MANIFEST\.msgpack is not msgpack"):
+        open_index(partitioned_index)

@@ -5,16 +5,18 @@ never does. The TF-IDF job's sink writes, in each task, one part file per word p
 owns (`partition_id(word, P)` with the job's partition count P: the same function that routes
 words to tf-idf, so each part has exactly one writer). The driver then writes the manifest:
 
-    DIR/MANIFEST.msgpack  {"format": "jetspark-tfidf-index", "version": 3, "root", "tokenizer",
+    DIR/MANIFEST.msgpack  {"format": "jetspark-tfidf-index", "version": 4, "root", "tokenizer",
                            "stopwords", "documents", "partitions": P,
                            "words": count, "postings": count,
-                           "parts": [[partition, bytes, CRC-32], ...]}
+                           "parts": [[partition, bytes, CRC-32], ...],
+                           "checksum": SHA-256 (hex) of the map before it, packed}
     DIR/part-00042.msgpack  a stream of msgpack arrays [word, [[doc id, score], ...]], sorted
                            by word, postings sorted by doc id
 
 The manifest lists every part written (a partition no word falls into has none), with its size
 and CRC-32, so a part that is missing or damaged is an error naming it, never a word that
-seems absent.
+seems absent; the manifest itself carries a checksum, so an edited or damaged manifest (a
+changed partition count would send every word to the wrong part) is named as such too.
 
 A part is written to a hidden temporary file (opened exclusively, never through a symlink) and
 renamed when its task completes, so a retried task replaces it whole. The job writes into a
@@ -26,6 +28,7 @@ every executor writes to at the same path.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import os
 import shutil
@@ -50,7 +53,7 @@ from jetspark.processors.tfidf.index import (
 from jetspark.processors.tfidf.tokenize import ASCII, TOKENIZERS
 from jetspark.processors.tfidf.tsv import write_parts_tsv
 
-VERSION = 3
+VERSION = 4
 PART_STATS = "tfidf-index-parts"
 """The engine map the sink fills: partition -> (words, postings, bytes, CRC-32) of the part
 it wrote."""
@@ -145,8 +148,9 @@ def staging_directory(path: str) -> str:
 
 def publish(staging: str, path: str, manifest: dict[str, Any]) -> None:
     """Writes the manifest into `staging` and puts `staging` in the place of `path`."""
+    content = {"format": FORMAT, "version": VERSION, **manifest}
     with open_exclusive(os.path.join(staging, MANIFEST)) as file:
-        file.write(msgpack.packb({"format": FORMAT, "version": VERSION, **manifest}))
+        file.write(msgpack.packb({**content, "checksum": _checksum(content)}))
         file.flush()
         os.fsync(file.fileno())
     old = None
@@ -196,13 +200,21 @@ class PartitionedIndex:
                 f"cannot read the index {str(path)!r}: {error.strerror or error}"
             ) from error
         except (ValueError, msgpack.UnpackException) as error:
-            raise InputError(f"{str(path)!r} is not a jetspark TF-IDF index") from error
+            raise _damaged(path, f"its {MANIFEST} is not msgpack ({error})") from error
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise InputError(f"{str(path)!r} is not a jetspark TF-IDF index")
-        if manifest.get("version") != VERSION or manifest.get("tokenizer") not in TOKENIZERS:
+        if manifest.get("version") != VERSION:
             raise InputError(
-                f"{str(path)!r} is an index this jetspark cannot read: rebuild it with "
-                "`jetspark tfidf`"
+                f"{str(path)!r} is an index of version {manifest.get('version')!r}, and this "
+                f"jetspark reads version {VERSION}: rebuild it with `jetspark tfidf`"
+            )
+        checksum = manifest.pop("checksum", None)
+        if checksum != _checksum(manifest):
+            raise _damaged(path, f"its {MANIFEST} does not match its checksum (edited, or damaged)")
+        if manifest.get("tokenizer") not in TOKENIZERS:
+            raise InputError(
+                f"{str(path)!r} is an index this jetspark cannot read (tokenizer "
+                f"{manifest.get('tokenizer')!r}): rebuild it with `jetspark tfidf`"
             )
         return cls(
             os.fspath(path),
@@ -245,29 +257,40 @@ class PartitionedIndex:
         path = os.path.join(self.path, name)
         size, crc = self.parts[partition]
         try:
-            with open(path, "rb") as file:
-                found_size, found_crc = 0, 0
-                while block := file.read(1 << 20):
-                    found_size += len(block)
-                    found_crc = zlib.crc32(block, found_crc)
-                if (found_size, found_crc) != (size, crc):
-                    raise self._damaged(
-                        name,
-                        f"holds {found_size} bytes of CRC-32 {found_crc:08x}, where the manifest "
-                        f"lists {size} bytes of CRC-32 {crc:08x}",
-                    )
-                file.seek(0)
-                yield from msgpack.Unpacker(file, use_list=False, strict_map_key=False)
+            file = open(path, "rb")  # noqa: SIM115 (closed below, around a generator's yields)
         except OSError as error:
-            raise self._damaged(name, f"cannot be read ({error.strerror or error})") from error
-        except (ValueError, msgpack.UnpackException) as error:
-            raise self._damaged(name, f"is not msgpack ({error})") from error
+            raise _damaged(
+                self.path, f"its part {name} cannot be read ({error.strerror})"
+            ) from error
+        with file:
+            found_size, found_crc = 0, 0
+            while block := file.read(1 << 20):
+                found_size += len(block)
+                found_crc = zlib.crc32(block, found_crc)
+            if (found_size, found_crc) != (size, crc):
+                raise _damaged(
+                    self.path,
+                    f"its part {name} holds {found_size} bytes of CRC-32 {found_crc:08x}, where "
+                    f"the manifest lists {size} bytes of CRC-32 {crc:08x}",
+                )
+            file.seek(0)
+            try:
+                yield from msgpack.Unpacker(file, use_list=False, strict_map_key=False)
+            except (ValueError, msgpack.UnpackException) as error:
+                raise _damaged(self.path, f"its part {name} is not msgpack ({error})") from error
 
-    def _damaged(self, name: str, problem: str) -> InputError:
-        return InputError(
-            f"the index {self.path!r} is damaged: its part {name} {problem}; rebuild the index "
-            "with `jetspark tfidf`"
-        )
+
+def _damaged(path: str | os.PathLike[str], problem: str) -> InputError:
+    """The error saying the index at `path` is damaged: `problem`."""
+    return InputError(
+        f"the index {os.fspath(path)!r} is damaged: {problem}; rebuild the index with "
+        "`jetspark tfidf`"
+    )
+
+
+def _checksum(manifest: dict[str, Any]) -> str:
+    """The SHA-256, in hex, of the manifest's map packed (without its checksum)."""
+    return hashlib.sha256(msgpack.packb(manifest)).hexdigest()
 
 
 def manifest_of(
