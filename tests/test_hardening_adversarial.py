@@ -577,3 +577,42 @@ def test_an_edited_index_manifest_is_named_damaged_not_answered(
     manifest_path.write_bytes(b"\xc1" + manifest_path.read_bytes())
     with pytest.raises(InputError, match=r"is damaged: its MANIFEST\.msgpack is not msgpack"):
         open_index(partitioned_index)
+
+
+# --- Python text where the JVM's was (case 8) ---------------------------------------------------
+
+SUBMITTED_ENGINE = """
+from jetspark.core.spark import SparkEngine
+SparkEngine()
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("master", ["spark//h:7077", "local[0]"])
+def test_spark_submit_with_a_master_that_is_no_master_url_is_a_value_error(
+    master: str, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    app = tmp_path / "app.py"
+    app.write_text(SUBMITTED_ENGINE)
+    bin_dir = Path(sys.executable).parent
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME", "PYTHONPATH")
+    }
+    environment["PATH"] = f"{bin_dir}{os.pathsep}{environment.get('PATH', '')}"
+    result = subprocess.run(
+        [str(bin_dir / "spark-submit"), "--master", master, str(app)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"ValueError: {master!r} is not a Spark master URL" in output, output[-3000:]
+    assert "\tat " not in output and "SparkStartError" not in output, output[-3000:]

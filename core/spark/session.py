@@ -220,14 +220,16 @@ def _submitted_context(
     binds (every interface when unset): jetspark turns the UI on only where SPARK_LOCAL_IP is
     set, and leaves `spark.ui.enabled` to a user who set it.
     """
+    if master is not None:
+        check_master(master)
     SparkContext._ensure_initialized()
     conf = SparkConf()
     if master is not None:
-        check_master(master)
         conf.setMaster(master)
     if app_name is not None:
         conf.setAppName(app_name)
     effective_master = conf.get("spark.master") or DEFAULT_MASTER
+    check_master(effective_master)  # spark-submit's --master: Spark would fail in its JVM
     own_logging = _user_configured_logging(conf)
     defaults = jetspark_defaults(
         verbose=verbose or own_logging,
