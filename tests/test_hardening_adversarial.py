@@ -616,3 +616,41 @@ def test_spark_submit_with_a_master_that_is_no_master_url_is_a_value_error(
     assert result.returncode != 0
     assert f"ValueError: {master!r} is not a Spark master URL" in output, output[-3000:]
     assert "\tat " not in output and "SparkStartError" not in output, output[-3000:]
+
+
+NO_WORKER_PYTHON = """
+import os
+os.environ["PYSPARK_PYTHON"] = "/nonexistent/python3"
+from jetspark.core import DAG, JobFailedError
+from jetspark.core.spark import SparkEngine
+from jetspark.edges import between
+from jetspark.processors import read_list_p, write_list_p
+
+engine = SparkEngine()
+engine.get_list("in").extend([1, 2, 3])
+dag = DAG("tiny")
+source = dag.new_vertex("source", read_list_p("in"))
+dag.edge(between(source, dag.new_vertex("sink", write_list_p("out"))))
+try:
+    engine.new_job(dag).join(120)
+except JobFailedError as error:
+    print("FAILED:", error)
+"""
+
+
+@pytest.mark.spark
+def test_a_worker_python_that_cannot_run_is_named_in_python_terms(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_worker_python.py"
+    script.write_text(NO_WORKER_PYTHON)
+    environment = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=environment
+    )
+    [failed] = [line for line in result.stdout.splitlines() if line.startswith("FAILED:")]
+    assert "the executors cannot run their Python '/nonexistent/python3'" in failed, failed
+    assert "No such file or directory" in failed and "PYSPARK_PYTHON" in failed
+    assert "z:org" not in failed and "org.apache" not in failed and "java." not in failed
+    assert "\tat " not in result.stdout + result.stderr

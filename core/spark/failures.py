@@ -56,7 +56,8 @@ def failure_facts(error_text: str) -> dict[str, Any] | None:
 _TRACEBACK = "Traceback (most recent call last):"
 _JVM_FRAME = re.compile(r"^\s*(at [\w$.<>/]+\(.*\)|\.\.\. \d+ more)\s*$")
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
-_PY4J_PREFIX = re.compile(r"^An error occurred while calling [\w.]+\.\s*\n:\s*")
+_PY4J_PREFIX = re.compile(r"^An error occurred while calling [\w.:$]+\.\s*\n:\s*")
+_NO_PYTHON = re.compile(r'Cannot run program "([^"]*)": error=\d+, ([^\n]+)')
 
 
 def python_traceback(error_text: str) -> str | None:
@@ -194,6 +195,13 @@ def spark_job_error(
     if module is not None:
         advice = missing_module_advice(module, modules_used, worker_python)
         return JobFailedError(f"{job_name} failed on Spark: {advice}")
+    if (no_python := _NO_PYTHON.search(error_text)) is not None:
+        program, reason = no_python.groups()
+        return JobFailedError(
+            f"{job_name} failed on Spark: the executors cannot run their Python {program!r} "
+            f"({reason.strip()}): set PYSPARK_PYTHON (or spark.pyspark.python) to a Python "
+            "every executor has"
+        )
     remote = python_traceback(error_text)
     details = f"\n--- traceback in the Spark task ---\n{remote}" if remote else ""
     return JobFailedError(f"{job_name} failed on Spark: {spark_error_summary(error_text)}{details}")
