@@ -52,7 +52,8 @@ def write_parts_tsv(
     scratch = os.path.dirname(os.path.abspath(path))
     with tempfile.TemporaryDirectory(prefix=".jetspark-tsv-", dir=scratch) as directory:
         files = [os.path.join(directory, f"share-{n}") for n in range(count)]
-        # forked: the parts' readers and the driver's modules are there without pickling
+        # forked, the workers start with the driver's modules imported; spawned ones would
+        # import them again and run the driver's __main__ module
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(count, mp_context=context) as pool:
             layouts = list(
