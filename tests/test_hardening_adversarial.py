@@ -19,6 +19,7 @@ from typing import Any
 import fault_tolerance_jobs as jobs
 import msgpack
 import pytest
+from test_job_upgrades import run_until_read, upgraded_dag
 
 from jetspark.core import (
     DAG,
@@ -79,11 +80,12 @@ ENGINES = [
 
 
 def _written_store(kind: str, mode: ExecutionMode | None, spark: Any, path: Path) -> Path:
-    """A store a job of `kind` wrote to completion, its last snapshot committed."""
+    """A store a job of `kind` wrote, streaming, cancelled once a snapshot of all its input was
+    committed (a bounded job may end before its first commit)."""
     engine = _engine(kind, spark)
     store = DirectorySnapshotStore(path)
-    engine.new_job(jobs.counting_dag(_identity), _guaranteed(mode), snapshot_store=store).join(120)
-    assert store.latest() is not None
+    job = engine.new_job(upgraded_dag("count"), _guaranteed(mode), snapshot_store=store)
+    run_until_read(job, len(engine.get_list("words")))
     return path
 
 
@@ -654,3 +656,56 @@ def test_a_worker_python_that_cannot_run_is_named_in_python_terms(tmp_path: Path
     assert "No such file or directory" in failed and "PYSPARK_PYTHON" in failed
     assert "z:org" not in failed and "org.apache" not in failed and "java." not in failed
     assert "\tat " not in result.stdout + result.stderr
+
+
+FAILING_PROCESSOR = """
+import sys
+from jetspark.core import DAG, ExecutionMode, JobConfig, ProcessingGuarantee
+from jetspark.core.spark import SparkEngine
+from jetspark.edges import between
+from jetspark.processors import map_p, read_list_p, write_list_p
+
+
+def refuse_three(item):
+    if item == 3:
+        raise ValueError("three is not welcome")
+    return item
+
+
+config = JobConfig()
+if sys.argv[1] != "plain":
+    config = JobConfig(
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        execution_mode=ExecutionMode(sys.argv[1]),
+        max_restarts=0,
+    )
+engine = SparkEngine()
+engine.get_list("in").extend(range(10))
+dag = DAG("refusing")
+source = dag.new_vertex("source", read_list_p("in"))
+refuse = dag.new_vertex("refuse", map_p(refuse_three))
+dag.edge(between(source, refuse))
+dag.edge(between(refuse, dag.new_vertex("sink", write_list_p("out"))))
+engine.new_job(dag, config).join(120)
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mode", ["plain", "micro_batch", "continuous"])
+def test_an_uncaught_processor_failure_on_spark_prints_python_text_only(
+    mode: str, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "refusing.py"
+    script.write_text(FAILING_PROCESSOR)
+    result = subprocess.run(
+        [sys.executable, str(script), mode], capture_output=True, text=True, timeout=240
+    )
+    terminal = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert "JobFailedError: vertex 'refuse', processor #" in terminal, terminal[-3000:]
+    assert "ValueError: three is not welcome" in terminal
+    assert "\tat " not in terminal and "<<jetspark-failure" not in terminal, terminal[-3000:]
+    assert "Py4JJavaError" not in terminal and "org.apache.spark" not in terminal

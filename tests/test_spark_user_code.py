@@ -141,7 +141,8 @@ def test_an_unpicklable_key_function_names_the_edge(spark_engine: SparkEngine) -
 
 def test_a_spark_failure_outside_processors_is_python_level(spark_engine: SparkEngine) -> None:
     """The user's own RDD fails inside Spark before any processor sees it: the message has the
-    Python exception and traceback, no JVM frame; the Py4J error is the cause."""
+    Python exception and traceback, no JVM frame; the Py4J error is its `spark_error`, out of
+    the chain of causes a traceback prints (issue #36)."""
 
     def broken(x: int) -> int:
         raise ValueError(f"bad record {x}")
@@ -157,7 +158,8 @@ def test_a_spark_failure_outside_processors_is_python_level(spark_engine: SparkE
     assert message.startswith("job-") and " failed on Spark: ValueError: bad record " in message
     assert "--- traceback in the Spark task ---\nTraceback (most recent call last):" in message
     assert JVM_FRAME not in message
-    cause = caught.value.__cause__
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    cause = caught.value.spark_error
     assert isinstance(cause, SPARK_ERRORS)
     if isinstance(cause, Py4JJavaError):  # SQL's handler, once installed, drops the JVM frames
         assert JVM_FRAME in str(cause)

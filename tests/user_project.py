@@ -191,7 +191,8 @@ _FILES = {
                 (on or engine).new_job(dag, config, snapshot_store=store).join(timeout=120)
             except JobFailedError as error:
                 return {{"message": str(error), "vertex": error.vertex_name,
-                         "cause": type(error.__cause__).__name__}}
+                         "cause": type(getattr(error, "spark_error", None)
+                                       or error.__cause__).__name__}}
             return None
 
 

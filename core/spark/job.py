@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from py4j.protocol import Py4JError
 from pyspark import RDD, SparkContext
+from pyspark.errors.exceptions.captured import CapturedException
 
 from jetspark.core.errors import JobCancelledError, JobFailedError
 from jetspark.core.job import Job, end_failure
@@ -14,6 +17,8 @@ from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.snapshot_store import SnapshotStore
 from jetspark.core.spark.failures import spark_job_error
 from jetspark.core.stores import Stores
+
+_log = logging.getLogger("jetspark.spark")
 
 _CANCEL_RETRY_SECONDS = 0.1
 
@@ -139,11 +144,28 @@ class SparkJob(Job):
         """The error `join()` raises for `failure`: JobCancelledError, the task's
         JobFailedError, or a JobFailedError that says what went wrong in Python terms."""
         if self.cancel_event.is_set():
-            cancelled = JobCancelledError(f"{self.name} was cancelled")
-            cancelled.__cause__ = failure
-            return cancelled
-        if isinstance(failure, JobFailedError):
-            return failure
-        error = spark_job_error(failure, self.name, self.modules_used, self.context.pythonExec)
-        error.__cause__ = failure
+            error: BaseException = JobCancelledError(f"{self.name} was cancelled")
+            error.__cause__ = failure
+        elif isinstance(failure, JobFailedError):
+            error = failure
+        else:
+            error = spark_job_error(failure, self.name, self.modules_used, self.context.pythonExec)
+            error.__cause__ = failure
+        return self._without_jvm_text(error)
+
+    def _without_jvm_text(self, error: BaseException) -> BaseException:
+        """`error` with the failure of Spark's in its chain of causes (JVM text, with its stack
+        frames) cut out of what a traceback prints, kept as `error.spark_error` and logged at
+        DEBUG instead: the errors before it say what it means in Python terms."""
+        link: BaseException | None = error
+        seen: set[int] = set()
+        while link is not None and id(link) not in seen:
+            seen.add(id(link))
+            behind = link.__cause__ or link.__context__
+            if isinstance(behind, (Py4JError, CapturedException)):
+                _log.debug("%s: the Spark failure behind %s: %s", self.name, link, behind)
+                link.__cause__, link.__suppress_context__ = None, True
+                error.spark_error = behind  # type: ignore[attr-defined]
+                break
+            link = behind
         return error
