@@ -46,8 +46,8 @@ def test_what_the_quickstart_writes_into_the_clone_is_ignored_by_git(path: str) 
 
 
 def test_the_readme_links_the_deployment_guide() -> None:
-    deploy = _section(README, "Deploy")
-    assert "[docs/deploy.md](docs/deploy.md)" in deploy
+    documentation = _section(README, "Documentation")
+    assert "[deploying](docs/deploy.md)" in documentation
     assert (ROOT / "docs" / "deploy.md").is_file()
 
 

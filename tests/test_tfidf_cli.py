@@ -174,7 +174,7 @@ def test_explain_prints_the_spark_plan_of_the_manual_dag(capsys, spark_engine):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("document", ["README.md", "docs/tfidf.md"])
+@pytest.mark.parametrize("document", ["docs/design.md", "docs/tfidf.md"])
 def test_the_plan_the_docs_show_is_the_one_explain_prints(capsys, spark_engine, document):
     text = (Path(__file__).resolve().parent.parent / document).read_text(encoding="utf-8")
     shown = next(
