@@ -3,6 +3,7 @@ adds a transform to the pipeline and returns the stage of its output (manual §4
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -79,7 +80,7 @@ class SinkStage(Stage):
     """The end of a branch: a stage drained to a sink; nothing attaches to it."""
 
 
-class ComputeStage(Stage):
+class ComputeStage(Stage, abc.ABC):
     """The operations batch and stream stages share."""
 
     bounded = True
@@ -138,9 +139,10 @@ class ComputeStage(Stage):
         """Each distinct item once (the first seen)."""
         return self.grouping_key(whole_item).distinct()
 
+    @abc.abstractmethod
     def grouping_key(self: _S, key_fn: Callable[[Any], Any]) -> StageWithKey[_S]:
-        """This stage grouped by `key_fn(item)`, for keyed operations."""
-        raise NotImplementedError  # each kind of stage groups into its own kind
+        """This stage grouped by `key_fn(item)`, for keyed operations (each kind of stage
+        groups into its own kind)."""
 
     def map_using_context(
         self: _S, context_factory: ContextFactory, map_fn: Callable[[Any, Any], Any]

@@ -11,6 +11,7 @@ adapts the user's functions to the form of its inputs when it is planned.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from jetspark.core.pipeline.planner import Planner
 
 
-class Transform:
+class Transform(abc.ABC):
     """One stage's computation: its inputs (`upstream`), a default name and parallelism, and
     how it is planned (`add_to_dag`)."""
 
@@ -62,9 +63,9 @@ class Transform:
         self.local_parallelism = -1
         self.timestamped = timestamped
 
+    @abc.abstractmethod
     def add_to_dag(self, planner: Planner) -> None:
         """Adds this transform's vertices and inbound edges; the planner records its output."""
-        raise NotImplementedError
 
     def emits_events(self, planner: Planner) -> bool:
         """Whether this transform's items leave it as JetEvents (by default: as its first
