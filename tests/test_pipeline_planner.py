@@ -518,3 +518,54 @@ def test_a_keyed_custom_transform_gets_its_input_partitioned_by_the_key() -> Non
     keyed = p.draw_from(Sources.list("words")).grouping_key(str.lower)
     keyed.custom_transform("mine", noop_p()).drain_to(Sinks.list("out"))
     assert shape(p)[0] == ("listSource(words)", "mine", "PARTITIONED", True, 0)
+
+
+def _processor_type(vertex: Any) -> type:
+    """The class of the processors a vertex's supplier makes on member 0."""
+    from jetspark.core.suppliers import as_meta_supplier, as_processor_supplier
+
+    per_member = as_meta_supplier(vertex.supplier, vertex.name).get([0])(0)
+    return type(as_processor_supplier(per_member, vertex.name).get(1)[0])
+
+
+def _plan(dag: Any) -> list[tuple[type, type, str, bool, int, Any]]:
+    """Every edge as (source processor, destination processor, routing, distributed, priority,
+    partitioner): what decides the cost of running a DAG, whatever its vertices are called."""
+    return [
+        (
+            _processor_type(dag.get_vertex(e.source_name)),
+            _processor_type(dag.get_vertex(e.dest_name)),
+            e.routing_policy.name,
+            e.is_distributed,
+            e.get_priority(),
+            e.partitioner,
+        )
+        for e in dag.edges()
+    ]
+
+
+def test_the_word_count_pipeline_plans_the_hand_built_dag_edge_for_edge(tmp_path: Any) -> None:
+    """Benchmark row 18a's claim: the pipeline runs the very DAG of examples/wordcount.py (the
+    same processors, routing, distribution, priorities and partitioners), so the two cost alike."""
+    import importlib.util
+    from pathlib import Path
+
+    from jetspark.processors import read_files_p
+    from jetspark.processors.functions import whole_item
+
+    path = Path(__file__).parent.parent / "examples" / "wordcount.py"
+    spec = importlib.util.spec_from_file_location("example_wordcount_planned", path)
+    assert spec is not None and spec.loader is not None
+    wordcount = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wordcount)
+
+    p = Pipeline.create("word-count")
+    (
+        p.draw_from(Sources.files(str(tmp_path), shared_file_system=True))
+        .flat_map(wordcount.words)
+        .grouping_key(whole_item)
+        .aggregate(counting())
+        .drain_to(Sinks.map("counts"))
+    )
+    by_hand = wordcount.build_dag(source=read_files_p(str(tmp_path), shared_file_system=True))
+    assert _plan(p.to_dag()) == _plan(by_hand)
