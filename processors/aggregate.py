@@ -93,12 +93,29 @@ class AggregateOperationBuilder:
     combine_fn: CombineFn | None = None
     deduct_fn: CombineFn | None = None
     export_fn: ResultFn | None = None
+    tagged_fns: tuple[tuple[int, AccumulateFn], ...] = ()
 
     def and_accumulate(
-        self, accumulate_fns: AccumulateFn | Sequence[AccumulateFn]
+        self,
+        accumulate_fns: AccumulateFn | Sequence[AccumulateFn] | Any,
+        accumulate_fn: AccumulateFn | None = None,
     ) -> AggregateOperationBuilder:
-        """Sets `accumulate(acc, item) -> acc`: one for all inbound ordinals, or one per ordinal."""
-        return replace(self, accumulate_fns=PerOrdinal(accumulate_fns, "accumulate fn"))
+        """Sets `accumulate(acc, item) -> acc`: one for all inbound ordinals, or one per ordinal;
+        `and_accumulate(tag, fn)` sets the function of the input an aggregate builder's `tag`
+        names (Jet's `andAccumulate(tag, fn)`), for every tag from 0 up in any order."""
+        if accumulate_fn is None:
+            return replace(self, accumulate_fns=PerOrdinal(accumulate_fns, "accumulate fn"))
+        index = getattr(accumulate_fns, "index", None)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError(
+                "and_accumulate(tag, fn) takes the Tag of an aggregate builder's input first, "
+                f"got {type(accumulate_fns).__name__}"
+            )
+        if not callable(accumulate_fn):
+            kind = type(accumulate_fn).__name__
+            raise TypeError(f"an accumulate fn must be callable, got {kind}")
+        others = tuple(pair for pair in self.tagged_fns if pair[0] != index)
+        return replace(self, tagged_fns=(*others, (index, accumulate_fn)))
 
     def and_accumulate0(self, accumulate_fn: AccumulateFn) -> AggregateOperationBuilder:
         """Sets the accumulate function of inbound ordinal 0 (Jet's `andAccumulate0`)."""
@@ -150,16 +167,34 @@ class AggregateOperationBuilder:
         return self._build(export_finish_fn, export_finish_fn)
 
     def _build(self, export_fn: ResultFn, finish_fn: ResultFn) -> AggregateOperation:
-        if self.accumulate_fns is None:
-            raise ValueError("call and_accumulate() before finishing an AggregateOperation")
         return AggregateOperation(
             self.create_fn,
-            self.accumulate_fns,
+            self._accumulate_fns(),
             self.combine_fn,
             self.deduct_fn,
             export_fn,
             finish_fn,
         )
+
+    def _accumulate_fns(self) -> PerOrdinal:
+        """The accumulate functions given one way or the other, checked."""
+        if not self.tagged_fns:
+            if self.accumulate_fns is None:
+                raise ValueError("call and_accumulate() before finishing an AggregateOperation")
+            return self.accumulate_fns
+        if self.accumulate_fns is not None:
+            raise ValueError(
+                "and_accumulate(tag, fn) cannot be mixed with and_accumulate(fn) or "
+                "and_accumulate0/1/2(): give every input's function by its tag"
+            )
+        by_index = dict(self.tagged_fns)
+        if sorted(by_index) != list(range(len(by_index))):
+            raise ValueError(
+                f"and_accumulate(tag, fn) was given for tags {sorted(by_index)}, but they must be "
+                f"{list(range(len(by_index)))}: one function for each input of the builder"
+            )
+        fns = [by_index[index] for index in range(len(by_index))]
+        return PerOrdinal(fns, "accumulate fn", per_ordinal=True)
 
 
 @dataclass(frozen=True)
@@ -430,13 +465,18 @@ class _AllOfResult:
 
 
 def to_map(
-    key_fn: Callable[[Any], Any], value_fn: Callable[[Any], Any] = whole_item
+    key_fn: Callable[[Any], Any],
+    value_fn: Callable[[Any], Any] = whole_item,
+    merge_fn: Callable[[Any, Any], Any] | None = None,
 ) -> AggregateOperation:
-    """A dict of `key_fn(item) -> value_fn(item)` (a later item of a key replaces the value)."""
+    """A dict of `key_fn(item) -> value_fn(item)`; two values of one key become
+    `merge_fn(earlier, later)`, or, without `merge_fn`, a ValueError naming the key (Jet's
+    `toMap`)."""
+    merge = _MergeValues(merge_fn)
     return (
         AggregateOperation.with_create(dict)
-        .and_accumulate(_PutEntry(key_fn, value_fn))
-        .and_combine(_update)
+        .and_accumulate(_PutEntry(key_fn, value_fn, merge))
+        .and_combine(merge.into)
         .and_export(dict)
         .and_finish(whole_item)
     )
@@ -523,18 +563,33 @@ def aggregate_operation3(
 
 
 @dataclass(frozen=True)
-class _PutEntry:
-    key_fn: Callable[[Any], Any]
-    value_fn: Callable[[Any], Any]
+class _MergeValues:
+    """Puts a value under its key, merging it with a value already there by `merge_fn`."""
 
-    def __call__(self, acc: dict[Any, Any], item: Any) -> dict[Any, Any]:
-        acc[self.key_fn(item)] = self.value_fn(item)
+    merge_fn: Callable[[Any, Any], Any] | None
+
+    def put(self, acc: dict[Any, Any], key: Any, value: Any) -> None:
+        if key in acc:
+            if self.merge_fn is None:
+                raise ValueError(f"to_map: duplicate key {key!r} (give a merge_fn to merge values)")
+            value = self.merge_fn(acc[key], value)
+        acc[key] = value
+
+    def into(self, acc: dict[Any, Any], other: dict[Any, Any]) -> dict[Any, Any]:
+        for key, value in other.items():
+            self.put(acc, key, value)
         return acc
 
 
-def _update(acc: dict[Any, Any], other: dict[Any, Any]) -> dict[Any, Any]:
-    acc.update(other)
-    return acc
+@dataclass(frozen=True)
+class _PutEntry:
+    key_fn: Callable[[Any], Any]
+    value_fn: Callable[[Any], Any]
+    merge: _MergeValues
+
+    def __call__(self, acc: dict[Any, Any], item: Any) -> dict[Any, Any]:
+        self.merge.put(acc, self.key_fn(item), self.value_fn(item))
+        return acc
 
 
 def _keep_first(acc: Any, item: Any) -> Any:

@@ -218,10 +218,10 @@ def _count(acc, item):
 
 
 def test_to_map_pick_any_reducing_and_mapping():
-    assert to_map(len, str.upper).finish_fn(run(to_map(len, str.upper), ["a", "bb", "c"])) == {
-        1: "C",
-        2: "BB",
-    }
+    by_length = to_map(len, str.upper, lambda earlier, later: earlier + later)
+    assert by_length.finish_fn(run(by_length, ["a", "bb", "c"])) == {1: "AC", 2: "BB"}
+    with pytest.raises(ValueError, match="duplicate key 1"):
+        run(to_map(len), ["a", "bb", "c"])
     assert pick_any().finish_fn(two_halves(pick_any(), [None, 4, 5, 6])) == 4
     product = reducing(1, int, lambda a, b: a * b)
     assert product.finish_fn(two_halves(product, ["2", "3", "4"])) == 24

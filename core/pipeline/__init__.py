@@ -6,6 +6,10 @@ into a Core API DAG (`pipeline.to_dag()`), and every engine runs it: `engine.new
 
 from __future__ import annotations
 
+from jetspark.core.pipeline.co_aggregation import (
+    CoAggregateOperationBuilder,
+    co_aggregate_operation_builder,
+)
 from jetspark.core.pipeline.connectors import (
     Sink,
     SinkBuilder,
@@ -19,6 +23,7 @@ from jetspark.core.pipeline.joins import JoinClause
 from jetspark.core.pipeline.pipeline import Pipeline
 from jetspark.core.pipeline.stages import (
     AggregateBuilder,
+    AggregateBuilder1,
     BatchStage,
     BatchStageWithKey,
     HashJoinBuilder,
@@ -34,8 +39,10 @@ from jetspark.processors.transforms import ContextFactory
 
 __all__ = [
     "AggregateBuilder",
+    "AggregateBuilder1",
     "BatchStage",
     "BatchStageWithKey",
+    "CoAggregateOperationBuilder",
     "ContextFactory",
     "HashJoinBuilder",
     "ItemsByTag",
@@ -57,4 +64,5 @@ __all__ = [
     "TimestampedEntry",
     "TimestampedItem",
     "WindowDefinition",
+    "co_aggregate_operation_builder",
 ]

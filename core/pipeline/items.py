@@ -76,3 +76,8 @@ class ItemsByTag:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return ItemsByTag, (self._values,)
+
+
+def items_by_tag(results: tuple[Any, ...]) -> ItemsByTag:
+    """The results of a co-aggregation, input i's under `Tag(i)`."""
+    return ItemsByTag({Tag(index): result for index, result in enumerate(results)})

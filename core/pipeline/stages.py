@@ -7,13 +7,13 @@ import abc
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from jetspark.core.context import vertex_logger
 from jetspark.core.errors import DagValidationError
 from jetspark.core.pipeline.connectors import Sink
 from jetspark.core.pipeline.fusion import Step
-from jetspark.core.pipeline.items import ItemsByTag, Tag, TimestampedItem
+from jetspark.core.pipeline.items import ItemsByTag, Tag, TimestampedItem, items_by_tag
 from jetspark.core.pipeline.joins import JoinClause
 from jetspark.core.pipeline.transforms import (
     AggregateTransform,
@@ -286,7 +286,27 @@ class ComputeStage(Stage, abc.ABC):
             )
 
 
-class BatchStage(ComputeStage):
+class _CoAggregating:
+    """`aggregate_builder()`: a co-aggregation of this stage and others."""
+
+    @overload
+    def aggregate_builder(self) -> AggregateBuilder1: ...
+
+    @overload
+    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder: ...
+
+    def aggregate_builder(
+        self, aggr_op0: AggregateOperation | None = None
+    ) -> AggregateBuilder | AggregateBuilder1:
+        """With `aggr_op0`, a builder whose inputs each bring their own operation
+        (`add(stage, op)`); without, one whose inputs share one operation of as many inputs
+        (`add(stage)`, then `build(aggr_op)`)."""
+        if aggr_op0 is None:
+            return AggregateBuilder1(self)
+        return AggregateBuilder(self, aggr_op0)
+
+
+class BatchStage(ComputeStage, _CoAggregating):
     """A stage of a bounded stream: `Pipeline.draw_from(bounded source)` and what follows."""
 
     def grouping_key(self, key_fn: Callable[[Any], Any]) -> BatchStageWithKey:
@@ -322,10 +342,6 @@ class BatchStage(ComputeStage):
         co = _co_arguments(self, args, inputs)
         output = None if co.output is None else _Output(co.output, co.spread)
         return self._co_aggregate(co.stages, _finished(co.aggr_op, output))
-
-    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
-        """A builder co-aggregating this stage (with `aggr_op0`) and any number of others."""
-        return AggregateBuilder(self, aggr_op0)
 
     def _co_aggregate(self, stages: list[Any], aggr_op: AggregateOperation) -> BatchStage:
         for stage in stages:
@@ -422,7 +438,7 @@ class StageWithKey(Generic[_S]):
         )
 
 
-class BatchStageWithKey(StageWithKey["BatchStage"]):
+class BatchStageWithKey(StageWithKey["BatchStage"], _CoAggregating):
     """A batch stage grouped by a key."""
 
     stage: BatchStage
@@ -445,10 +461,6 @@ class BatchStageWithKey(StageWithKey["BatchStage"]):
         """`aggregate3(stage1, stage2, op3[, fn])` or `aggregate3(op0, stage1, op1, stage2,
         op2[, fn(key, r0, r1, r2)])`, the stages grouped by key."""
         return self._group_args(args, 3)
-
-    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
-        """A builder co-grouping this stage (with `aggr_op0`) and any number of others."""
-        return AggregateBuilder(self, aggr_op0)
 
     def _group_args(self, args: tuple[Any, ...], inputs: int) -> BatchStage:
         co = _keyed_co_arguments(self, args, inputs)
@@ -488,7 +500,7 @@ class StreamStageWithKey(StageWithKey["StreamStage"]):
         return self.stage.aggregate()
 
 
-class _Windowed:
+class _Windowed(_CoAggregating):
     """What both windowed stages share: `aggregate2`, `aggregate3` and the builder, planned
     into one WindowTransform over the stages' inputs."""
 
@@ -506,10 +518,6 @@ class _Windowed:
         """Per window (and key): `aggregate3(stage1, stage2, op3[, fn])` or `aggregate3(op0,
         stage1, op1, stage2, op2[, fn(start, end[, key], r0, r1, r2)])`."""
         return self._window_args(args, 3)
-
-    def aggregate_builder(self, aggr_op0: AggregateOperation) -> AggregateBuilder:
-        """A builder co-aggregating this stage (with `aggr_op0`) and others, per window."""
-        return AggregateBuilder(self, aggr_op0)
 
     def _window_args(self, args: tuple[Any, ...], inputs: int) -> StreamStage:
         if self.grouped:
@@ -640,33 +648,28 @@ class HashJoinBuilder:
         return self._stage._hash_join(self._pairs, _JoinByTag(map_to_output_fn))
 
 
-class AggregateBuilder:
-    """Collects the inputs of a co-aggregation (`add`), each with its operation and tag;
-    `build(fn)` emits `fn(items_by_tag)` (ungrouped), `fn(key, items_by_tag)` (grouped),
-    `fn(start, end, items_by_tag)` (windowed) or `fn(start, end, key, items_by_tag)`."""
+class _CoAggregationBuilder:
+    """The inputs of a co-aggregation, the first being the stage the builder came from; each
+    input's items reach the operation on the inbound ordinal of its tag."""
 
-    def __init__(self, first: Any, aggr_op0: AggregateOperation) -> None:
+    def __init__(self, first: Any) -> None:
         self._first = first
-        self._inputs: list[tuple[Any, AggregateOperation]] = [(first, aggr_op0)]
+        self._stages: list[Any] = [first]
 
     def tag0(self) -> Tag:
-        """The tag of the first input's result."""
+        """The tag of the first input (the stage this builder came from)."""
         return Tag(0)
 
-    def add(self, stage: Any, aggr_op: AggregateOperation) -> Tag:
-        """Adds an input (a stage, keyed if the first one is) with its operation."""
-        self._inputs.append((stage, aggr_op))
-        return Tag(len(self._inputs) - 1)
+    def _add(self, stage: Any) -> Tag:
+        self._stages.append(stage)
+        return Tag(len(self._stages) - 1)
 
-    def build(self, map_to_output_fn: Callable[..., Any] | None = None) -> Any:
-        """The aggregated stage; without `map_to_output_fn`, results are ItemsByTag (grouped:
-        `(key, ItemsByTag)`, windowed: in a TimestampedEntry or TimestampedItem)."""
-        ops = [op for _, op in self._inputs]
-        for op in ops:
-            _check_op(op, _name_of(self._first))
-        aggr_op = co_aggregate(ops, _by_tag)
-        rest = [stage for stage, _ in self._inputs[1:]]
-        first = self._first
+    def _aggregate(
+        self, aggr_op: AggregateOperation, map_to_output_fn: Callable[..., Any] | None
+    ) -> Any:
+        """The stage aggregating every input with `aggr_op` of as many inputs, its results
+        shaped as the first stage's kind of aggregate shapes them."""
+        first, rest = self._first, self._stages[1:]
         if isinstance(first, BatchStageWithKey):
             to_output = entry if map_to_output_fn is None else map_to_output_fn
             return first._group([first, *rest], aggr_op, to_output)
@@ -679,8 +682,52 @@ class AggregateBuilder:
         return first._co_aggregate([first, *rest], _finished(aggr_op, output))
 
 
-def _by_tag(results: tuple[Any, ...]) -> ItemsByTag:
-    return ItemsByTag({Tag(i): result for i, result in enumerate(results)})
+class AggregateBuilder(_CoAggregationBuilder):
+    """Collects the inputs of a co-aggregation (`add`), each with its operation and tag;
+    `build(fn)` emits `fn(items_by_tag)` (ungrouped), `fn(key, items_by_tag)` (grouped),
+    `fn(start, end, items_by_tag)` (windowed) or `fn(start, end, key, items_by_tag)`."""
+
+    def __init__(self, first: Any, aggr_op0: AggregateOperation) -> None:
+        super().__init__(first)
+        self._operations = [aggr_op0]
+
+    def add(self, stage: Any, aggr_op: AggregateOperation) -> Tag:
+        """Adds an input (a stage, keyed if the first one is) with its operation."""
+        self._operations.append(aggr_op)
+        return self._add(stage)
+
+    def build(self, map_to_output_fn: Callable[..., Any] | None = None) -> Any:
+        """The aggregated stage; without `map_to_output_fn`, results are ItemsByTag (grouped:
+        `(key, ItemsByTag)`, windowed: in a TimestampedEntry or TimestampedItem)."""
+        for op in self._operations:
+            _check_op(op, _name_of(self._first))
+        return self._aggregate(co_aggregate(self._operations, items_by_tag), map_to_output_fn)
+
+
+class AggregateBuilder1(_CoAggregationBuilder):
+    """Collects the inputs of a co-aggregation (`add`), each under a tag; `build(aggr_op, fn)`
+    aggregates them all with one operation of as many inputs (built with
+    `and_accumulate(tag, fn)` or `co_aggregate_operation_builder()`), its results shaped as
+    `AggregateBuilder`'s are."""
+
+    def add(self, stage: Any) -> Tag:
+        """Adds an input (a stage, keyed if the first one is); its items reach the operation's
+        accumulate function of the returned tag."""
+        return self._add(stage)
+
+    def build(
+        self, aggr_op: AggregateOperation, map_to_output_fn: Callable[..., Any] | None = None
+    ) -> Any:
+        """The aggregated stage: one result of `aggr_op` per key and/or window, or one in all."""
+        name = _name_of(self._first)
+        _check_op(aggr_op, name)
+        inputs = len(self._stages)
+        if aggr_op.accumulate_fns.per_ordinal and aggr_op.arity != inputs:
+            raise ValueError(
+                f"stage '{name}': the aggregate builder has {inputs} inputs, but its operation "
+                f"accumulates {aggr_op.arity}: give one accumulate function per tag"
+            )
+        return self._aggregate(aggr_op, map_to_output_fn)
 
 
 def _name_of(stage: Any) -> str:

@@ -23,6 +23,8 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from jetspark.processors import entry_key, entry_value
 from jetspark.processors.aggregate import (
     AggregateOperation,
@@ -30,10 +32,14 @@ from jetspark.processors.aggregate import (
     averaging,
     counting,
     linear_trend,
+    mapping,
     max_by,
     min_by,
+    pick_any,
+    reducing,
     summing,
     to_list,
+    to_map,
     to_set,
 )
 
@@ -214,3 +220,58 @@ def test_when_to_list() -> None:
 def test_when_to_set() -> None:
     """`AggregateOperationsTest.when_toSet`."""
     validate_op_without_deduct(to_set(), identity, 1, 2, {1}, {1, 2}, {1, 2})
+
+
+def test_when_pick_any() -> None:
+    """`AggregateOperationsTest.when_pickAny`."""
+    validate_op_without_deduct(pick_any(), identity, 1, 2, 1, 1, 1)
+
+
+def test_when_reducing() -> None:
+    """`AggregateOperationsTest.when_reducing`."""
+    op = reducing(0, int, lambda x, y: x + y, lambda x, y: x - y)
+    validate_op(op, identity, 1, 2, 1, 3, 3)
+
+
+def test_when_to_map() -> None:
+    """`AggregateOperationsTest.when_toMap`."""
+    op = to_map(entry_key, entry_value)
+    validate_op_without_deduct(op, identity, (1, 1), (2, 2), {1: 1}, {1: 1, 2: 2}, {1: 1, 2: 2})
+
+
+def test_when_to_map_duplicate_accumulate_then_fail() -> None:
+    """`AggregateOperationsTest.when_toMapDuplicateAccumulate_then_fail` (Jet: an
+    IllegalStateException)."""
+    op = to_map(entry_key, entry_value)
+    acc = accumulate(op, (1, 1))
+    with pytest.raises(ValueError, match="duplicate key 1"):
+        op.accumulate_fn()(acc, (1, 2))
+
+
+def test_when_to_map_duplicate_combine_then_fail() -> None:
+    """`AggregateOperationsTest.when_toMapDuplicateCombine_then_fail`."""
+    op = to_map(entry_key, entry_value)
+    with pytest.raises(ValueError, match="duplicate key 1"):
+        op.combine_fn(accumulate(op, (1, 1)), accumulate(op, (1, 2)))
+
+
+def test_when_to_map_with_merge_then_merged() -> None:
+    """`AggregateOperationsTest.when_toMapWithMerge_then_merged`."""
+    op = to_map(entry_key, entry_value, lambda a, b: a + b)
+    validate_op_without_deduct(op, identity, (1, 1), (1, 2), {1: 1}, {1: 3}, {1: 3})
+
+
+def test_when_mapping_without_deduct() -> None:
+    """`AggregateOperationsTest.when_mappingWithoutDeduct`."""
+    op = mapping(entry_value, max_by())
+    validate_op_without_deduct(op, identity, ("a", 1), ("b", 2), 1, 2, 2)
+
+
+def test_when_mapping_with_deduct() -> None:
+    """`AggregateOperationsTest.when_mappingWithDeduct`."""
+    validate_op(mapping(entry_value, summing()), identity, ("a", 1), ("b", 2), 1, 3, 3)
+
+
+def test_when_mapping_to_none_then_do_not_aggregate() -> None:
+    """`AggregateOperationsTest.when_mappingToNull_then_doNotAggregate`."""
+    validate_op(mapping(entry_value, summing()), identity, ("a", None), ("b", 2), 0, 2, 2)

@@ -5,10 +5,9 @@ over one, two or three inputs, with separate operations per input or one operati
 inputs, with and without an output function. The inputs are lists (Jet: IMap values). All run
 on LocalEngine with two members; the tests taking `any_engine` run on SparkEngine too.
 
-Not ported: `aggregateBuilder_with_complexAggrOp`,
-`aggregateBuilder_with_complexAggrOp_withOutputFn` and
-`groupAggregateBuilder_withComplexAggrOp_withOutputFn`: jetspark has no `aggregate_builder()`
-without an operation and no `CoAggregateOperationBuilder`.
+`aggregate_builder()` without an operation (Jet's `AggregateBuilder1`) is ported from
+`groupAggregateBuilder_withComplexAggrOp_withOutputFn` and from the example in
+`BatchStage.aggregateBuilder()`'s documentation.
 """
 
 from __future__ import annotations
@@ -19,8 +18,15 @@ from typing import Any
 
 import pytest
 
-from jetspark.core.pipeline import ItemsByTag, Pipeline, Sinks, Sources
+from jetspark.core.pipeline import (
+    ItemsByTag,
+    Pipeline,
+    Sinks,
+    Sources,
+    co_aggregate_operation_builder,
+)
 from jetspark.processors.aggregate import (
+    AggregateOperation,
     aggregate_operation2,
     aggregate_operation3,
     counting,
@@ -347,3 +353,68 @@ def test_group_aggregate_builder_with_separate_aggr_ops_with_output_fn(engine: A
     execute(engine, p)
     expected = [mix3(key, *sums) for key, sums in expected_sums(3).items()]
     assert_same_bag(engine.get_list("sink"), expected)
+
+
+def test_group_aggregate_builder_with_complex_aggr_op_with_output_fn(any_engine: Any) -> None:
+    """`BatchAggregateTest.groupAggregateBuilder_withComplexAggrOp_withOutputFn`: one operation
+    of three inputs, made by `co_aggregate_operation_builder()` from the builder's tags."""
+    p = Pipeline.create()
+    stage0, stage1, stage2 = co_grouped(any_engine, p, 3)
+    builder = stage0.aggregate_builder()
+    in_tag0, in_tag1, in_tag2 = builder.tag0(), builder.add(stage1), builder.add(stage2)
+    operations = co_aggregate_operation_builder()
+    tag0 = operations.add(in_tag0, summing())
+    tag1 = operations.add(in_tag1, summing())
+    tag2 = operations.add(in_tag2, summing())
+    builder.build(
+        operations.build(),
+        lambda key, by_tag: mix3(key, by_tag[tag0], by_tag[tag1], by_tag[tag2]),
+    ).drain_to(Sinks.list("sink"))
+    execute(any_engine, p)
+    expected = [mix3(key, *sums) for key, sums in expected_sums(3).items()]
+    assert_same_bag(any_engine.get_list("sink"), expected)
+
+
+_ADD_TO_SET = to_set().accumulate_fn()
+"""`acc.add(item)`, the accumulate function the tagged operations below give every tag."""
+
+
+def test_aggregate_builder_with_tagged_accumulate_fns(any_engine: Any) -> None:
+    """The example of Jet's `BatchStage.aggregateBuilder()`: the distinct items of three
+    stages counted by one operation with an accumulate function per tag."""
+    p = Pipeline.create()
+    builder = draw(any_engine, p, "src", suffixed("")).aggregate_builder()
+    tag0 = builder.tag0()
+    tag1 = builder.add(draw(any_engine, p, "src1", suffixed("-a")))
+    tag2 = builder.add(draw(any_engine, p, "src2", suffixed("")))
+    distinct_count = (
+        AggregateOperation.with_create(set)
+        .and_accumulate(tag2, _ADD_TO_SET)
+        .and_accumulate(tag0, _ADD_TO_SET)
+        .and_accumulate(tag1, _ADD_TO_SET)
+        .and_combine(to_set().combine_fn)
+        .and_finish(len)
+    )
+    builder.build(distinct_count).drain_to(Sinks.list("sink"))
+    assert single_result(any_engine, p) == 2 * ITEM_COUNT
+
+
+def test_aggregate_builder_without_an_operation_names_what_is_wrong(engine: Any) -> None:
+    """A builder's operation must accumulate each of its inputs, its tags from 0 up."""
+    p = Pipeline.create()
+    builder = draw(engine, p, "src").aggregate_builder()
+    tag1 = builder.add(draw(engine, p, "src1"))
+    operations = co_aggregate_operation_builder()
+    operations.add(tag1, counting())
+    with pytest.raises(ValueError, match=r"indices are \[1\], but they must be \[0\]"):
+        operations.build()
+    gap = AggregateOperation.with_create(set).and_accumulate(tag1, _ADD_TO_SET)
+    with pytest.raises(ValueError, match=r"given for tags \[1\], but they must be \[0\]"):
+        gap.and_finish(len)
+    one_of_two = AggregateOperation.with_create(set).and_accumulate0(_ADD_TO_SET).and_finish(len)
+    with pytest.raises(ValueError, match="has 2 inputs, but its operation accumulates 1"):
+        builder.build(one_of_two)
+    with pytest.raises(ValueError, match="cannot be mixed"):
+        AggregateOperation.with_create(set).and_accumulate0(_ADD_TO_SET).and_accumulate(
+            tag1, _ADD_TO_SET
+        ).and_finish(len)

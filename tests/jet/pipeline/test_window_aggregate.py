@@ -7,8 +7,6 @@ as in Jet; on SparkEngine the tests taking `window_run` read bounded sources to 
 
 Deliberate difference: Jet's `when_setWindowDefinition_then_windowDefinitionReturnsIt` windows
 a stage without timestamps; jetspark refuses that at once, so the port adds timestamps first.
-Not ported: `aggregateBuilder_withComplexAggrOp` (no `aggregate_builder()` without an
-operation, no `CoAggregateOperationBuilder` in jetspark).
 """
 
 from __future__ import annotations
@@ -18,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from jetspark.core.pipeline import Pipeline, Sinks, Sources, TimestampedItem, WindowDefinition
+from jetspark.core.pipeline import (
+    Pipeline,
+    Sinks,
+    Sources,
+    TimestampedItem,
+    WindowDefinition,
+    co_aggregate_operation_builder,
+)
 from jetspark.processors.aggregate import aggregate_operation2, aggregate_operation3, summing
 from jetspark.processors.functions import whole_item
 
@@ -256,5 +261,22 @@ def test_aggregate_builder_with_separate_aggr_ops(stream_run: WindowRun) -> None
     tag1 = builder.add(stage1, summing())
     builder.build(
         lambda start, end, by_tag: unless_filtered(start, end, (by_tag[tag0], by_tag[tag1]))
+    ).drain_to(Sinks.list("sink"))
+    stream_run.run_expecting(p, expected_formatted(2))
+
+
+def test_aggregate_builder_with_complex_aggr_op(stream_run: WindowRun) -> None:
+    """`WindowAggregateTest.aggregateBuilder_withComplexAggrOp`: `aggregate_builder()` and one
+    operation of both inputs from `co_aggregate_operation_builder()`."""
+    p = Pipeline.create()
+    stage0, stage1 = two_windowed(stream_run, p)
+    builder = stage0.aggregate_builder()
+    in_tag0, in_tag1 = builder.tag0(), builder.add(stage1)
+    operations = co_aggregate_operation_builder()
+    tag0 = operations.add(in_tag0, summing())
+    tag1 = operations.add(in_tag1, summing())
+    builder.build(
+        operations.build(),
+        lambda start, end, by_tag: unless_filtered(start, end, (by_tag[tag0], by_tag[tag1])),
     ).drain_to(Sinks.list("sink"))
     stream_run.run_expecting(p, expected_formatted(2))

@@ -9,8 +9,6 @@ followed for ever and closed by CLOSING_ITEMS, as in Jet; on SparkEngine the tes
 Jet groups after windowing (`stage.window(w).groupingKey(k)`) in most of these tests; the port
 does so in `test_sliding_window[window_then_grouping_key]` and groups first
 (`stage.grouping_key(k).window(w)`, the same stage in Jet) elsewhere.
-Not ported: `aggregateBuilder_withComplexAggrOp` (no `aggregate_builder()` without an
-operation, no `CoAggregateOperationBuilder` in jetspark).
 """
 
 from __future__ import annotations
@@ -21,12 +19,14 @@ from typing import Any
 import pytest
 
 from jetspark.core.pipeline import (
+    ItemsByTag,
     Pipeline,
     Sinks,
     Sources,
     TimestampedEntry,
     TimestampedItem,
     WindowDefinition,
+    co_aggregate_operation_builder,
 )
 from jetspark.processors.aggregate import (
     aggregate_operation2,
@@ -282,6 +282,26 @@ def test_aggregate3_with_output_fn(stream_run: WindowRun, form: str) -> None:
     stream_run.run_expecting(p, expected_formatted(3))
 
 
+def format_sums(tag0: Any, tag1: Any) -> Callable[[int, int, Any, ItemsByTag], str | None]:
+    """Jet's format of both inputs' sums per window (the key left out), None for the filtered
+    window."""
+    return lambda start, end, key, by_tag: (
+        None
+        if start == FILTERED_WINDOW_START
+        else f"({end:03d}: {by_tag[tag0]:03d}, {by_tag[tag1]:03d})"
+    )
+
+
+def expected_sums_per_key() -> list[str]:
+    """What `format_sums` makes of every tumbling window, once per key."""
+    return [
+        f"({end:03d}: {s:03d}, {s:03d})"
+        for (start, end), s in tumbling_sums().items()
+        for _ in KEYS
+        if start != FILTERED_WINDOW_START
+    ]
+
+
 def test_aggregate_builder_with_separate_aggr_ops(stream_run: WindowRun) -> None:
     """`WindowGroupAggregateTest.aggregateBuilder_withSeparateAggrOps`: `fn(start, end, key,
     items_by_tag)` per window and key (Jet's format leaves the key out)."""
@@ -290,17 +310,19 @@ def test_aggregate_builder_with_separate_aggr_ops(stream_run: WindowRun) -> None
     builder = stage0.aggregate_builder(summing(entry_value))
     tag0 = builder.tag0()
     tag1 = builder.add(stage1, summing(entry_value))
-    builder.build(
-        lambda start, end, key, by_tag: (
-            None
-            if start == FILTERED_WINDOW_START
-            else f"({end:03d}: {by_tag[tag0]:03d}, {by_tag[tag1]:03d})"
-        )
-    ).drain_to(Sinks.list("sink"))
-    expected = [
-        f"({end:03d}: {s:03d}, {s:03d})"
-        for (start, end), s in tumbling_sums().items()
-        for _ in KEYS
-        if start != FILTERED_WINDOW_START
-    ]
-    stream_run.run_expecting(p, expected)
+    builder.build(format_sums(tag0, tag1)).drain_to(Sinks.list("sink"))
+    stream_run.run_expecting(p, expected_sums_per_key())
+
+
+def test_aggregate_builder_with_complex_aggr_op(stream_run: WindowRun) -> None:
+    """`WindowGroupAggregateTest.aggregateBuilder_withComplexAggrOp`: `fn(start, end, key,
+    items_by_tag)` of one operation over both inputs, per window and key."""
+    p = Pipeline.create()
+    stage0, stage1 = co_grouped(stream_run, p, 2)
+    builder = stage0.aggregate_builder()
+    in_tag0, in_tag1 = builder.tag0(), builder.add(stage1)
+    operations = co_aggregate_operation_builder()
+    tag0 = operations.add(in_tag0, summing(entry_value))
+    tag1 = operations.add(in_tag1, summing(entry_value))
+    builder.build(operations.build(), format_sums(tag0, tag1)).drain_to(Sinks.list("sink"))
+    stream_run.run_expecting(p, expected_sums_per_key())
