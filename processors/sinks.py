@@ -56,6 +56,11 @@ class WriteMapP(AbstractProcessor):
     def process(self, ordinal: int, inbox: Inbox) -> None:
         target = engine_stores(self.context).get_map(self._name)
         for item in drain(inbox):
+            if isinstance(item, (tuple, list)) and len(item) != 2 and not hasattr(item, "key"):
+                raise TypeError(
+                    f"the map sink '{self._name}' puts (key, value) pairs; got a "
+                    f"{type(item).__name__} of {len(item)}: {item!r:.200}"
+                )
             target[entry_key(item)] = entry_value(item)
 
 

@@ -174,6 +174,15 @@ def test_write_map_p_puts_entries_and_window_results(mode):
     assert stores.get_map("out") == {"a": 3, "b": 2, "w": 9}
 
 
+@pytest.mark.parametrize("item", [("k", 1, "lost"), ["k"], ()], ids=["three", "one", "empty"])
+def test_write_map_p_refuses_an_item_that_is_not_a_pair_instead_of_dropping_part_of_it(item):
+    stores = Stores()
+    test = verify(with_stores(write_map_p("out"), stores)).input([item])
+    with pytest.raises(TypeError, match=r"the map sink 'out' puts \(key, value\) pairs; got a"):
+        test.verify()
+    assert stores.get_map("out") == {}
+
+
 @pytest.mark.parametrize("mode", DEFAULT_MODES, ids=str)
 def test_write_file_p_writes_one_file_per_processor_atomically(tmp_path, mode):
     supplier = write_file_p(str(tmp_path), lambda x: f"<{x}>")
