@@ -23,6 +23,7 @@ from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
+from proven_sockets import proven_pair
 
 from jetspark.core import (
     DAG,
@@ -36,6 +37,7 @@ from jetspark.core import (
 from jetspark.core.job import JobStatus
 from jetspark.core.spark.continuous import control
 from jetspark.core.spark.continuous.control import ControlConnection
+from jetspark.core.spark.continuous.frames import Frames
 from jetspark.core.spark.continuous.member import ControlState
 from jetspark.core.spark.continuous.settings import (
     HEARTBEAT_INTERVAL,
@@ -243,16 +245,17 @@ def test_a_member_that_stops_answering_is_lost_and_the_job_restarts_from_its_sna
 # ------------------------------------------------------- a member whose driver stops answering
 
 
-def _connected_pair(liveness: Liveness | None) -> tuple[socket.socket, ControlConnection]:
-    """(the driver's end, raw; a member's ControlConnection with `liveness`) over loopback."""
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        member_end = socket.create_connection(server.getsockname())
-        driver_end, _ = server.accept()
-    return driver_end, ControlConnection(member_end, b"k" * 32, liveness)
+def _connected_pair(
+    liveness: Liveness | None,
+) -> tuple[tuple[socket.socket, Frames], ControlConnection]:
+    """(the driver's end, raw after its handshake, and its frames; a member's ControlConnection
+    with `liveness`) over loopback."""
+    (member_end, member_frames), driver_end = proven_pair()
+    return driver_end, ControlConnection(member_end, member_frames, liveness)
 
 
 def test_a_member_whose_driver_goes_silent_stops_by_itself() -> None:
-    driver, connection = _connected_pair(Liveness(interval=0.05, timeout=0.5))
+    (driver, _), connection = _connected_pair(Liveness(interval=0.05, timeout=0.5))
     cancel = threading.Event()
     state = ControlState(connection, cancel)
     reader = threading.Thread(target=state.read)
@@ -269,8 +272,8 @@ def test_a_member_whose_driver_goes_silent_stops_by_itself() -> None:
 
 
 def test_a_member_whose_driver_only_sends_heartbeats_runs_on() -> None:
-    raw_driver, connection = _connected_pair(Liveness(interval=0.05, timeout=0.5))
-    driver = ControlConnection(raw_driver, b"k" * 32, Liveness(interval=0.05, timeout=0.5))
+    (raw_driver, frames), connection = _connected_pair(Liveness(interval=0.05, timeout=0.5))
+    driver = ControlConnection(raw_driver, frames, Liveness(interval=0.05, timeout=0.5))
     cancel = threading.Event()
     state = ControlState(connection, cancel)
     reader = threading.Thread(target=state.read)

@@ -5,16 +5,16 @@ A non-cooperative upstream pushes from its own thread, so several of its chunks 
 stream's next round and leave as one frame of up to the link's window (two queue sizes). The
 receiver used to move a frame into the queue only whole: such a frame never fit, no ack came
 back, and the job froze (the latency benchmark at 100,000 events/s did). No Spark is needed:
-the two members' streams talk over a socket pair.
+the two members' streams talk over a loopback connection.
 """
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from proven_sockets import proven_pair
 
 from jetspark.core import DAG, JobConfig
 from jetspark.core.runtime.exchange import Link
@@ -39,11 +39,12 @@ def link() -> Link:
 
 
 @pytest.fixture
-def sockets() -> Iterator[tuple[socket.socket, socket.socket]]:
-    left, right = socket.socketpair()
+def streams() -> Iterator[tuple[PeerStream, PeerStream]]:
+    """Member 0's and member 1's streams to each other, over a proven loopback connection."""
+    (left, left_frames), (right, right_frames) = proven_pair()
     for end in (left, right):
         end.setblocking(False)
-    yield left, right
+    yield PeerStream(0, 1, left, left_frames), PeerStream(1, 0, right, right_frames)
     left.close()
     right.close()
 
@@ -59,10 +60,9 @@ def _take(queue: Queue) -> list[Any]:
 
 
 def test_a_frame_larger_than_the_downstream_queue_arrives_whole_and_is_acknowledged(
-    link: Link, sockets: tuple[socket.socket, socket.socket]
+    link: Link, streams: tuple[PeerStream, PeerStream]
 ) -> None:
-    sender = PeerStream(0, 1, sockets[0])
-    receiver = PeerStream(1, 0, sockets[1])
+    sender, receiver = streams
     channel = sender.channel(link)
     queue = Queue(QUEUE_SIZE)
     receiver.receive_into(link, queue)

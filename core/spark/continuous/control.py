@@ -5,10 +5,11 @@ driver answers with what the run restores and tells it, in order, which snapshot
 one is committed, and when the job has completed (or is cancelled, or the task is fenced: a newer
 attempt of the stage has started). The member reports its snapshot parts, its sinks' writes, its
 metrics, its end and a processor's failure. Messages are `(kind, payload)` pairs, pickled and
-length-prefixed and authenticated: each message carries an HMAC-SHA256 tag under the run's
-secret key (shipped to the tasks with their function), checked before anything is unpickled, so
-another process that connects can neither run code nor speak for a member. Data between members
-never passes here (see streams.py).
+length-prefixed, written through the connection's authenticated frames (frames.py: keys of this
+connection derived from the job's secret, shipped to the tasks with their function); nothing is
+unpickled before its frame passed the check, so another process that connects, or injects into
+a connection, can neither run code nor speak for a member. Data between members never passes
+here (see streams.py).
 
 Liveness: each end sends a heartbeat every `Liveness.interval` from a thread of its own, whatever
 else it does (a restore or a save of many minutes, a snapshot interval of ten), and counts the
@@ -19,8 +20,6 @@ an idle job is a healthy one, and time an end spends on a message it received is
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import pickle
 import select
 import socket
@@ -28,10 +27,10 @@ import struct
 import threading
 from typing import Any
 
+from jetspark.core.spark.continuous.frames import Frames
 from jetspark.core.spark.continuous.settings import Liveness
 
 _LENGTH = struct.Struct("<I")
-_TAG_BYTES = hashlib.sha256().digest_size
 
 # member -> driver
 HELLO = "hello"
@@ -66,17 +65,8 @@ HEARTBEAT = "heartbeat"
 _READ_BYTES = 1 << 16
 
 
-class ForgedMessageError(ConnectionError):
-    """A message on a control connection was not written with the run's key."""
-
-
 class SilentPeerError(ConnectionError):
     """Nothing, not even a heartbeat, came from the other end for the liveness timeout."""
-
-
-def tag(key: bytes, body: bytes) -> bytes:
-    """The HMAC-SHA256 of `body` under `key`."""
-    return hmac.digest(key, body, "sha256")
 
 
 class ControlConnection:
@@ -84,17 +74,18 @@ class ControlConnection:
     `liveness`, it sends heartbeats on a thread of its own until closed."""
 
     def __init__(
-        self, connection: socket.socket, key: bytes, liveness: Liveness | None = None
+        self, connection: socket.socket, frames: Frames, liveness: Liveness | None = None
     ) -> None:
         connection.settimeout(None)  # silence is measured by `receive`, never by a send
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._key = key
+        self._frames = frames
         self._socket = connection
         self._send_lock = threading.Lock()
         self._received = bytearray()
         self._liveness = liveness
         self._closed = threading.Event()
-        self.peer = connection.getpeername()
+        self.peer = frames.peer
+        """`host:port` of the other end."""
         if liveness is not None:
             threading.Thread(
                 target=self._beat, args=(liveness.interval,), name="jetspark-heartbeat", daemon=True
@@ -103,30 +94,29 @@ class ControlConnection:
     def send(self, kind: str, payload: Any = None) -> None:
         """Sends one message (OSError when the other end is gone)."""
         body = pickle.dumps((kind, payload), protocol=5)
-        frame = _LENGTH.pack(len(body)) + tag(self._key, body) + body
+        frame = bytearray()
         with self._send_lock:
+            self._frames.sealer.seal(_LENGTH.pack(len(body)) + body, frame)
             self._socket.sendall(frame)
 
     def receive(self) -> tuple[str, Any] | None:
         """The next message other than a heartbeat, or None once the other end closed the
-        connection (or broke it); ForgedMessageError when a message fails authentication,
+        connection (or broke it); frames.ForgedFrameError when a frame fails authentication,
         SilentPeerError when nothing came for the liveness timeout."""
         while True:
-            header = self._read(_LENGTH.size + _TAG_BYTES)
+            header = self._read(_LENGTH.size)
             if header is None:
                 return None
-            (length,) = _LENGTH.unpack_from(header)
+            (length,) = _LENGTH.unpack(header)
             body = self._read(length)
             if body is None:
                 return None
-            if not hmac.compare_digest(header[_LENGTH.size :], tag(self._key, body)):
-                raise ForgedMessageError(f"a message from {self.peer} failed authentication")
             message = pickle.loads(body)
             if message[0] != HEARTBEAT:
                 return message
 
     def _read(self, size: int) -> bytes | None:
-        """`size` bytes, or None at the end of the connection."""
+        """`size` authenticated bytes, or None at the end of the connection."""
         received = self._received
         while len(received) < size:
             self._wait_for_data()
@@ -136,7 +126,7 @@ class ControlConnection:
                 return None
             if not chunk:
                 return None
-            received += chunk
+            self._frames.opener.feed(chunk, received)
         data = bytes(received[:size])
         del received[:size]
         return data
@@ -148,8 +138,7 @@ class ControlConnection:
         poll.register(self._socket, select.POLLIN)
         if not poll.poll(self._liveness.timeout * 1000):
             raise SilentPeerError(
-                f"{_address(self.peer)} sent nothing, not even a heartbeat, for "
-                f"{self._liveness.timeout:g} s"
+                f"{self.peer} sent nothing, not even a heartbeat, for {self._liveness.timeout:g} s"
             )
 
     def _beat(self, interval: float) -> None:
@@ -165,8 +154,3 @@ class ControlConnection:
         with contextlib.suppress(OSError):
             self._socket.shutdown(socket.SHUT_RDWR)
         self._socket.close()
-
-
-def _address(peer: Any) -> str:
-    host, port = peer[:2]
-    return f"{host}:{port}"

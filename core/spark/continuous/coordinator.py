@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import logging
 import pickle
+import socket
 import threading
 import time
 from typing import Any
@@ -33,14 +34,17 @@ from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.serialization import decode_batch
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.continuous import control
-from jetspark.core.spark.continuous.control import (
-    ControlConnection,
-    ForgedMessageError,
-    SilentPeerError,
+from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError
+from jetspark.core.spark.continuous.frames import (
+    CONTROL,
+    DRIVER,
+    ForgedFrameError,
+    Frames,
+    handshake,
 )
 from jetspark.core.spark.continuous.member import Welcome
 from jetspark.core.spark.continuous.settings import ContinuousSettings
-from jetspark.core.spark.continuous.sockets import listen
+from jetspark.core.spark.continuous.sockets import Gate, listen
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.stages.records import LIST, MAP
 from jetspark.core.spark.task_restore import restore_spec
@@ -94,7 +98,6 @@ class ContinuousCoordinator:
         self._members = plan.member_count
         self._stores = stores
         self._store = store
-        self._key = key
         self._liveness = settings.liveness
         self._interval = config.snapshot_interval_millis / 1000
         self._max_restarts = max_restarts
@@ -118,13 +121,13 @@ class ContinuousCoordinator:
         self._closed = threading.Event()
         self._cancelled = False
         self._connections: set[ControlConnection] = set()
-        self._server = listen(
+        server = listen(
             settings.driver_bind,
             settings.coordinator_ports,
             f"{job_name}'s coordinator",
             "spark.driver.bindAddress",
         )
-        self.address: tuple[str, int] = (settings.driver_host, self._server.getsockname()[1])
+        self.address: tuple[str, int] = (settings.driver_host, server.getsockname()[1])
         """Where the members connect to the coordinator."""
         _log.info(
             "%s: the coordinator listens on %s:%d, members connect to %s:%d",
@@ -133,7 +136,12 @@ class ContinuousCoordinator:
             self.address[1],
             *self.address,
         )
-        threading.Thread(target=self._accept, name="jetspark-coordinator", daemon=True).start()
+        self._gate = Gate(
+            server,
+            f"{job_name}'s coordinator",
+            lambda connection: handshake(connection, key, CONTROL, DRIVER, initiator=False),
+            self._admitted,
+        )
         if store is not None:
             threading.Thread(target=self._schedule, name="jetspark-snapshots", daemon=True).start()
 
@@ -186,28 +194,27 @@ class ContinuousCoordinator:
     def close(self) -> None:
         """Stops serving; members still connected are told to stop."""
         self._closed.set()
+        self._gate.close()
         with self._lock:
             self._fence(f"{self._job_name} ended")
-        self._server.close()
+            connections = list(self._connections)
+        for connection in connections:
+            connection.close()
+        self._gate.join(SETTLE_SECONDS)
 
     # ------------------------------------------------------------------ serving
 
-    def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                connection, _ = self._server.accept()
-            except OSError:
+    def _admitted(self, raw: socket.socket, frames: Frames) -> None:
+        """Serves a connection whose peer proved the key, on the gate's thread."""
+        connection = ControlConnection(raw, frames, self._liveness)
+        with self._lock:
+            if self._closed.is_set():
+                connection.close()
                 return
-            threading.Thread(
-                target=self._serve,
-                args=(ControlConnection(connection, self._key, self._liveness),),
-                name="jetspark-coordinator-member",
-                daemon=True,
-            ).start()
+            self._connections.add(connection)
+        self._serve(connection)
 
     def _serve(self, connection: ControlConnection) -> None:
-        with self._lock:
-            self._connections.add(connection)
         member: int | None = None
         try:
             while True:
@@ -221,7 +228,7 @@ class ContinuousCoordinator:
                         return
                 elif member is not None:
                     self._handle(connection, member, kind, payload)
-        except ForgedMessageError as error:
+        except ForgedFrameError as error:
             _log.warning("%s: %s; connection closed", self._job_name, error)
         except SilentPeerError as silence:
             if member is not None:

@@ -20,6 +20,7 @@ import dataclasses
 import logging
 import os
 import pickle
+import queue
 import socket
 import threading
 import time
@@ -35,9 +36,10 @@ from jetspark.core.runtime.restore import RestoredProcessor
 from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.snapshot_store import DirectorySnapshotStore, held_by
 from jetspark.core.spark.continuous import control
-from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError, tag
+from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError
+from jetspark.core.spark.continuous.frames import CONTROL, DRIVER, Frames, handshake
 from jetspark.core.spark.continuous.settings import ContinuousSettings
-from jetspark.core.spark.continuous.sockets import connect, listen
+from jetspark.core.spark.continuous.sockets import Gate, connect, listen
 from jetspark.core.spark.continuous.streams import StreamExchange
 from jetspark.core.spark.failures import processor_failure_facts, task_failure
 from jetspark.core.spark.stages.task_stores import RESULT_BATCH, TaskStores
@@ -52,7 +54,6 @@ METRICS_SECONDS = 0.5
 RESULTS_SECONDS = 0.01
 """How long a running member lets its sinks' writes to named lists and maps gather before it
 sends them to the driver (a batch of RESULT_BATCH items goes at once)."""
-_HELLO_BYTES = 4 + 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,7 +257,6 @@ class MemberTask:
             f"member {member}",
             "SPARK_LOCAL_IP, else its executor's host",
         )
-        listener.settimeout(ACCEPT_SECONDS)
         exchange: StreamExchange | None = None
         connection: ControlConnection | None = None
         try:
@@ -269,11 +269,17 @@ class MemberTask:
             ]
             attempt = min(int(task_id) for task_id, _ in gathered)
             who = f"member {member} on {host}"
-            connection = ControlConnection(
-                connect(self.driver, settings.liveness.timeout, who, "the driver's coordinator"),
+            raw, frames = connect_proven(
+                self.driver,
+                settings.liveness.timeout,
+                who,
+                "the driver's coordinator",
                 self.key,
-                settings.liveness,
+                CONTROL,
+                member,
+                DRIVER,
             )
+            connection = ControlConnection(raw, frames, settings.liveness)
             connection.send(control.HELLO, (self.token, member, attempt))
             welcome = _welcome(connection)
             cancel = threading.Event()
@@ -373,48 +379,79 @@ def connect_members(
     key: bytes,
     epoch: str,
     timeout: float,
-) -> dict[int, socket.socket]:
+) -> dict[int, tuple[socket.socket, Frames]]:
     """Connects this member to every other member of the stage attempt (`addresses`, by member
-    index): it connects to the members after it and accepts the ones before it on `listener`.
-    Each connection starts with the connecting member's index and an HMAC of it and the epoch
-    under the run's key, so only this attempt's members get in."""
-    connections: dict[int, socket.socket] = {}
+    index): it connects to the members after it and lets in the ones before it through
+    `listener`. Each connection starts with a handshake (frames.py) for the stream of `epoch`,
+    so only this attempt's members get in; any other connection is dropped, and start-up goes
+    on."""
+    connections: dict[int, tuple[socket.socket, Frames]] = {}
+    arrived: queue.Queue[tuple[socket.socket, Frames]] = queue.Queue()
+    purpose = f"stream {epoch}"
+    gate = Gate(
+        listener,
+        f"member {member}",
+        lambda connection: handshake(connection, key, purpose, member, initiator=False),
+        lambda connection, frames: arrived.put((connection, frames)),
+    )
     try:
+        who = f"member {member} on {addresses[member].rsplit(':', 1)[0]}"
         for peer in range(member + 1, len(addresses)):
             peer_host, port = addresses[peer].rsplit(":", 1)
-            who = f"member {member} on {addresses[member].rsplit(':', 1)[0]}"
-            connection = connect((peer_host, int(port)), timeout, who, f"member {peer}")
-            connection.sendall(_hello(member, key, epoch))
-            connections[peer] = connection
-        for _ in range(member):
-            connection, _address = listener.accept()
-            connection.settimeout(timeout)
-            peer = _accepted_member(connection, key, epoch, len(addresses))
-            connections[peer] = connection
+            connections[peer] = connect_proven(
+                (peer_host, int(port)), timeout, who, f"member {peer}", key, purpose, member, peer
+            )
+        deadline = time.monotonic() + ACCEPT_SECONDS
+        while len(connections) < len(addresses) - 1:
+            try:
+                connection, frames = arrived.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                missing = sorted(set(range(member)) - set(connections))
+                raise ConnectionError(
+                    f"members {missing} did not connect to member {member} within "
+                    f"{ACCEPT_SECONDS:g} s"
+                ) from None
+            peer = frames.peer_identity
+            if peer in connections or not 0 <= peer < member:
+                _log.warning("member %d: dropped a second connection of member %d", member, peer)
+                connection.close()
+                continue
+            connections[peer] = (connection, frames)
     except BaseException:
-        for connection in connections.values():
+        for connection, _ in connections.values():
             connection.close()
         raise
-    for connection in connections.values():
+    finally:
+        gate.close()
+        gate.join(ACCEPT_SECONDS)
+        while not arrived.empty():  # proven after the last member came: not needed
+            arrived.get()[0].close()
+    for connection, _ in connections.values():
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection.setblocking(False)
     return connections
 
 
-def _hello(member: int, key: bytes, epoch: str) -> bytes:
-    index = member.to_bytes(4, "little")
-    return index + tag(key, index + epoch.encode())
-
-
-def _accepted_member(connection: socket.socket, key: bytes, epoch: str, members: int) -> int:
-    hello = b""
-    while len(hello) < _HELLO_BYTES:
-        chunk = connection.recv(_HELLO_BYTES - len(hello))
-        if not chunk:
-            raise ConnectionError("a member closed its connection before saying who it is")
-        hello += chunk
-    member = int.from_bytes(hello[:4], "little")
-    if hello != _hello(member, key, epoch) or not 0 <= member < members:
+def connect_proven(
+    address: tuple[str, int],
+    timeout: float,
+    who: str,
+    what: str,
+    key: bytes,
+    purpose: str,
+    identity: int,
+    expected: int,
+) -> tuple[socket.socket, Frames]:
+    """A connection from `who` to `what` at `address` whose handshake for `purpose` proved
+    both ends hold `key`, and whose peer says it is `expected`."""
+    connection = connect(address, timeout, who, what)
+    try:
+        frames = handshake(connection, key, purpose, identity, initiator=True)
+        if frames.peer_identity != expected:
+            raise ConnectionError(
+                f"{who} expected {what} at {frames.peer}, which says it is {frames.peer_identity}"
+            )
+    except BaseException:
         connection.close()
-        raise ConnectionError("a connection that is not from a member of this run was refused")
-    return member
+        raise
+    return connection, frames

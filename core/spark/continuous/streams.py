@@ -15,7 +15,9 @@ snapshot barriers and the end of a link travel in-band, in order with the items.
 
 Frame: header `<I B i i i I` (body length, kind, edge id, upstream, downstream, count), then the
 body: `encode_batch` bytes (DATA), a pickled control entry (CONTROL), nothing (ACK, whose count is
-the entries moved since the last ack).
+the entries moved since the last ack). What a round writes goes out in the connection's
+authenticated frames (frames.py), and only what passed their check is parsed: a frame that fails
+drops the connection (the job restarts from its last snapshot) and never reaches `pickle`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from jetspark.core.runtime.queue import DONE_ITEM, Queue
 from jetspark.core.runtime.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, Tasklet
 from jetspark.core.runtime.wakeup import Wakeup
 from jetspark.core.serialization import decode_batch, encode_batch
+from jetspark.core.spark.continuous.frames import ForgedFrameError, Frames
 
 _HEADER = struct.Struct("<IBiiiI")
 DATA, CONTROL, ACK = 0, 1, 2
@@ -158,13 +161,18 @@ class PeerStream:
         member: int,
         peer: int,
         connection: socket.socket,
+        frames: Frames,
         on_done: Callable[[socket.socket], None] = lambda connection: None,
     ) -> None:
         self.name = f"stream member {member} <-> member {peer}"
         self.peer = peer
         self._on_done = on_done
         self._socket = connection
+        self._frames = frames
         self._out = bytearray()
+        """What this round wrote, not sealed yet."""
+        self._wire = bytearray()
+        """Sealed frames not sent yet."""
         self._in = bytearray()
         self.channels: list[StreamChannel] = []
         self.inbound: dict[LinkKey, _Inbound] = {}
@@ -212,7 +220,10 @@ class PeerStream:
             progress = MADE_PROGRESS
         if self._deliver():
             progress = MADE_PROGRESS
-        if self._out and self._send():
+        if self._out:
+            self._frames.sealer.seal(self._out, self._wire)
+            self._out.clear()
+        if self._wire and self._send():
             progress = MADE_PROGRESS
         if self._finished():
             self._on_done(self._socket)  # nothing more comes: stop waiting on it
@@ -222,18 +233,19 @@ class PeerStream:
     def _finished(self) -> bool:
         return (
             not self._out
+            and not self._wire
             and all(channel.finished for channel in self.channels)
             and all(inbound.done and not inbound.pending for inbound in self.inbound.values())
         )
 
     def _send(self) -> bool:
         try:
-            sent = self._socket.send(self._out)
+            sent = self._socket.send(self._wire)
         except BlockingIOError:
             return False
         except OSError as error:
             raise self._lost(error) from error
-        del self._out[:sent]
+        del self._wire[:sent]
         return sent > 0
 
     def _receive(self) -> bool:
@@ -251,7 +263,11 @@ class PeerStream:
                 if self._finished():
                     break
                 raise self._lost(None)
-            self._in += data
+            try:
+                self._frames.opener.feed(data, self._in)
+            except ForgedFrameError as forged:
+                self.logger.warning("%s: %s; connection dropped", self.name, forged)
+                raise PeerLostError(f"the stream from member {self.peer}: {forged}") from None
             received = True
             if len(data) < _READ_BYTES:
                 break
@@ -342,14 +358,16 @@ class PeerStream:
 class StreamExchange:
     """The exchange of a member's task in a continuous job: one PeerStream per other member."""
 
-    def __init__(self, member: int, connections: Mapping[int, socket.socket]) -> None:
+    def __init__(
+        self, member: int, connections: Mapping[int, tuple[socket.socket, Frames]]
+    ) -> None:
         self.member = member
         self._selector = selectors.DefaultSelector()
-        for connection in connections.values():
+        for connection, _ in connections.values():
             self._selector.register(connection, selectors.EVENT_READ)
         self.peers = {
-            peer: PeerStream(member, peer, connection, self._unwatch)
-            for peer, connection in connections.items()
+            peer: PeerStream(member, peer, connection, frames, self._unwatch)
+            for peer, (connection, frames) in connections.items()
         }
 
     def sender(self, link: Link, queue: Queue | None) -> StreamChannel:
