@@ -275,6 +275,17 @@ def test_a_batch_stage_has_no_window_and_a_stream_no_batch_aggregate() -> None:
         batch.hash_join(enriching, JoinClause.on_keys(_first, _first), _pair)
 
 
+def test_a_stream_has_distinct_items_per_window_only_as_in_jet() -> None:
+    """A distinct over a whole stream would keep every key for ever; Jet 0.7 has none."""
+    p = Pipeline.create()
+    events = p.draw_from(Sources.stream_journal("events"))
+    for stage in (events, events.grouping_key(_first)):
+        with pytest.raises(DagValidationError, match="distinct needs a bounded"):
+            stage.distinct()
+    windowed = events.add_timestamps(_first, 0).window(WindowDefinition.tumbling(10))
+    windowed.distinct().drain_to(Sinks.list("distinct"))
+
+
 def test_window_definitions_are_checked() -> None:
     with pytest.raises(ValueError, match="multiple"):
         WindowDefinition.sliding(10, 3)

@@ -390,7 +390,9 @@ class StageWithKey(Generic[_S]):
         self.key_fn = key_fn
 
     def distinct(self) -> _S:
-        """The first item of each distinct key."""
+        """The first item of each distinct key, on a batch stage (a stream's distinct items are
+        per window: `window(...).distinct()`, as in Jet 0.7, so that no key is kept for ever)."""
+        self.stage._batch_only("distinct")
         return self.stage._then(DistinctTransform(self.stage.transform, self.key_fn))
 
     def rolling_aggregate(
