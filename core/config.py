@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 class ProcessingGuarantee(enum.Enum):
@@ -42,6 +43,10 @@ class JobConfig:
     vertices the DAG no longer has (a job upgrade); without it such a snapshot is refused.
     `renamed_vertices` maps a vertex's new name to its name in the snapshot `restore_from`
     (`{"new": "old"}`), so a renamed vertex continues from its state.
+    `state_on_routing_change` lets `restore_from` restore a vertex with keyed state whose
+    inbound edge routes otherwise than when the snapshot was taken: "rekey" moves each key's
+    state to the processor that receives the key now, "drop" restores none of it; without it
+    (None) such a snapshot is refused.
     `execution_mode` chooses how SparkEngine runs the job; `max_restarts` bounds how often a
     continuous job restarts from its last snapshot by itself after losing a member.
     """
@@ -56,6 +61,7 @@ class JobConfig:
     max_restarts: int = 10
     ignore_state_of_removed_vertices: bool = False
     renamed_vertices: Mapping[str, str] = field(default_factory=dict)
+    state_on_routing_change: Literal["rekey", "drop"] | None = None
 
     def __post_init__(self) -> None:
         if self.name is not None and not isinstance(self.name, str):
@@ -78,6 +84,11 @@ class JobConfig:
                 f"got {self.ignore_state_of_removed_vertices!r}"
             )
         _check_renames(self.renamed_vertices)
+        if self.state_on_routing_change not in (None, "rekey", "drop"):
+            raise ValueError(
+                'state_on_routing_change must be "rekey", "drop" or None, '
+                f"got {self.state_on_routing_change!r}"
+            )
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError(
                 "processing_guarantee must be a ProcessingGuarantee, "

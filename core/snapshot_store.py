@@ -21,12 +21,13 @@ import shutil
 import socket
 import stat
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import msgpack
 
+from jetspark.core.edge_routing import Routings, routings_of
 from jetspark.core.errors import SnapshotError
 from jetspark.core.files import create_exclusive, fsync_directory, write_atomically
 from jetspark.core.serialization import decode_batch
@@ -73,6 +74,9 @@ class Snapshot:
     task can read its own processors' part without the driver loading any state."""
     store: Any = field(default=None, compare=False, repr=False)
     """The DirectorySnapshotStore holding the parts, when `parts` is set."""
+    routing: Routings | None = field(default=None, compare=False)
+    """How the job's edges routed into each vertex (edge_routing.py); None when not recorded
+    (a manifest of a version before 3, or a snapshot made by hand)."""
 
     def completed_flags(self) -> dict[ProcessorKey, bool]:
         """(vertex, global index) -> whether that processor had completed; read from the
@@ -91,6 +95,25 @@ class Snapshot:
             index: saved for (vertex, index), saved in self.processors.items() if vertex == name
         }
 
+    def states_of(
+        self, vertices: Iterable[str]
+    ) -> Iterator[tuple[ProcessorKey, ProcessorSnapshot]]:
+        """The saved processors of `vertices`; of a snapshot with `parts`, only the parts
+        holding them are read (and, it may be, processors of other vertices they hold)."""
+        wanted = set(vertices)
+        if not wanted:
+            return iter(())
+        if self.parts is None:
+            states: Iterable[tuple[ProcessorKey, ProcessorSnapshot]] = self.processors.items()
+        else:
+            store, snapshot_id = self.store, self.snapshot_id
+            states = (
+                state
+                for part, tag in parts_holding(self.parts, sorted(wanted)).items()
+                for state in store.read_part(snapshot_id, part, tag).items()
+            )
+        return ((key, saved) for key, saved in states if key[0] in wanted)
+
     def renamed(self, new_names: Mapping[str, str]) -> Snapshot:
         """This snapshot with each vertex `old` of `new_names` called `new_names[old]`. Its
         state is read through the processors, on first use (the parts keep the old names)."""
@@ -99,11 +122,13 @@ class Snapshot:
         def name(vertex: str) -> str:
             return new_names.get(vertex, vertex)
 
+        routing = self.routing
         return Snapshot(
             self.snapshot_id,
             self.member_count,
             {name(vertex): lp for vertex, lp in self.local_parallelism.items()},
             _ProcessorsOnDisk(lambda: {(name(v), i): s for (v, i), s in processors.items()}),
+            routing=None if routing is None else {name(v): r for v, r in routing.items()},
         )
 
     def size(self) -> int:
@@ -189,7 +214,9 @@ class InMemorySnapshotStore:
         return f"InMemorySnapshotStore(latest={self._latest!r})"
 
 
-_FORMAT = "jetspark-snapshot-2"
+_FORMAT = "jetspark-snapshot-3"
+_FORMAT_WITHOUT_ROUTING = "jetspark-snapshot-2"
+"""Manifests before edge routing was recorded: still read, their `routing` None."""
 _PART_FORMAT = "jetspark-snapshot-part-2"
 _INPUT_FORMAT = "jetspark-batch-input-1"
 _PUBLICATIONS_FORMAT = "jetspark-publications-1"
@@ -444,7 +471,13 @@ class DirectorySnapshotStore:
             name: (self.write_part(snapshot.snapshot_id, name, processors), held_by(processors))
             for name, processors in sorted(by_member.items())
         }
-        self.commit(snapshot.snapshot_id, snapshot.member_count, snapshot.local_parallelism, parts)
+        self.commit(
+            snapshot.snapshot_id,
+            snapshot.member_count,
+            snapshot.local_parallelism,
+            parts,
+            snapshot.routing,
+        )
 
     def write_part(
         self,
@@ -547,10 +580,11 @@ class DirectorySnapshotStore:
         member_count: int,
         local_parallelism: Mapping[str, int],
         parts: Mapping[str, tuple[bytes, Held]],
+        routing: Routings | None = None,
     ) -> None:
         """Makes snapshot `snapshot_id` complete: writes its manifest, naming every part (name
-        -> the tag `write_part` returned and `held_by` its processors), then removes the older
-        snapshots."""
+        -> the tag `write_part` returned and `held_by` its processors) and the routing of the
+        edges into each vertex (None: unknown), then removes the older snapshots."""
         target = self._path(snapshot_id)
         os.makedirs(target, mode=_PRIVATE_DIRECTORY, exist_ok=True)
         fsync_directory(target)
@@ -561,6 +595,7 @@ class DirectorySnapshotStore:
                 member_count,
                 sorted(local_parallelism.items()),
                 sorted((name, tag, tuple(held)) for name, (tag, held) in parts.items()),
+                None if routing is None else sorted(routing.items()),
             ]
         )
         write_atomically(os.path.join(target, _MANIFEST), self._tag(body) + body, _PRIVATE_FILE)
@@ -626,10 +661,13 @@ class DirectorySnapshotStore:
         skipped for the previous one."""
         path = os.path.join(self._path(snapshot_id), _MANIFEST)
         manifest = _unpack(self._authentic(path))
-        _check_format(manifest, _FORMAT, path)
-        if len(manifest) != 5 or manifest[1] != snapshot_id:
+        if isinstance(manifest, tuple) and manifest[:1] == (_FORMAT_WITHOUT_ROUTING,):
+            manifest = (*manifest, None)
+        else:
+            _check_format(manifest, _FORMAT, path)
+        if len(manifest) != 6 or manifest[1] != snapshot_id:
             raise SnapshotError(f"not a manifest of snapshot {snapshot_id} ({_FORMAT})")
-        _, _, member_count, parallelism, listed = manifest
+        _, _, member_count, parallelism, listed, routing = manifest
         parts = {name: (tag, tuple(map(tuple, held))) for name, tag, held in listed}
         for name, (tag, _) in parts.items():
             path = os.path.join(self._path(snapshot_id), f"part-{name}.bin")
@@ -651,6 +689,7 @@ class DirectorySnapshotStore:
             _ProcessorsOnDisk(load),
             parts=parts,
             store=self,
+            routing=None if routing is None else routings_of(routing),
         )
 
     def __repr__(self) -> str:

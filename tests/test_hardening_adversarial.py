@@ -13,6 +13,7 @@ import socket
 import struct
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from jetspark.core import (
     JobConfig,
     LocalEngine,
     ProcessingGuarantee,
+    Snapshot,
     SnapshotError,
 )
 from jetspark.core.cli import main
@@ -52,8 +54,9 @@ def _identity(item: Any) -> Any:
     return item
 
 
-def _guaranteed(mode: ExecutionMode | None = None) -> JobConfig:
-    settings: dict[str, Any] = {} if mode is None else {"execution_mode": mode}
+def _guaranteed(mode: ExecutionMode | None = None, **settings: Any) -> JobConfig:
+    if mode is not None:
+        settings["execution_mode"] = mode
     return JobConfig(
         processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
         snapshot_interval_millis=3,
@@ -82,7 +85,11 @@ ENGINES = [
 def _written_store(kind: str, mode: ExecutionMode | None, spark: Any, path: Path) -> Path:
     """A store a job of `kind` wrote, streaming, cancelled once a snapshot of all its input was
     committed (a bounded job may end before its first commit)."""
-    engine = _engine(kind, spark)
+    return _written_store_of(_engine(kind, spark), mode, path)
+
+
+def _written_store_of(engine: Any, mode: ExecutionMode | None, path: Path) -> Path:
+    """`_written_store` of a job on `engine`, over the words its list holds."""
     store = DirectorySnapshotStore(path)
     job = engine.new_job(upgraded_dag("count"), _guaranteed(mode), snapshot_store=store)
     run_until_read(job, len(engine.get_list("words")))
@@ -143,15 +150,15 @@ def test_a_manifest_of_a_newer_format_is_not_called_damaged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _written_store("local", None, None, tmp_path / "store")
-    _rewrite_manifest(path, lambda fields: ["jetspark-snapshot-3", *fields[1:], "more"])
+    _rewrite_manifest(path, lambda fields: ["jetspark-snapshot-4", *fields[1:], "more"])
     for skip_damaged in (False, True):
         with pytest.raises(
-            SnapshotError, match="jetspark-snapshot-3, written by a newer"
+            SnapshotError, match="jetspark-snapshot-4, written by a newer"
         ) as raised:
             DirectorySnapshotStore(path).latest(skip_damaged=skip_damaged)
         assert "damaged (" not in str(raised.value)
     assert main(["snapshots", str(path)]) == 0
-    assert "jetspark-snapshot-3, written by a newer version" in capsys.readouterr().out
+    assert "jetspark-snapshot-4, written by a newer version" in capsys.readouterr().out
 
 
 def _truncate_a_part(path: Path) -> None:
@@ -209,6 +216,136 @@ def test_a_read_only_store_on_local_engine_is_a_snapshot_error(
     with pytest.raises(SnapshotError, match="cannot be written") as raised:
         engine.new_job(jobs.counting_dag(_identity), _guaranteed(), snapshot_store=store)
     assert store.directory in str(raised.value) and os.strerror(error) in str(raised.value)
+
+
+# --- job upgrades: an edge that routes otherwise into keyed state (case 3) -----------------------
+
+
+class LastLetter:
+    """A partitioner of its own: a word's last letter picks the partition (deterministic)."""
+
+    def partition(self, key: Any, partition_count: int) -> int:
+        return ord(key[-1]) % partition_count
+
+
+def _rerouted(route: str) -> DAG:
+    """upgraded_dag("count") with its edge into "count" routed as `route` says."""
+    dag = upgraded_dag("count")
+    edge = next(edge for edge in dag.edges() if edge.dest_name == "count")
+    if route == "broadcast":
+        edge.broadcast()
+    elif route == "partitioner":
+        edge.partitioned(_identity, LastLetter())
+    elif route == "local":
+        edge.local()
+    return dag
+
+
+def _per_processor(snapshot: Snapshot) -> list[Counter[str]]:
+    """The word counts each processor of "count" saved in `snapshot`."""
+    return [Counter(dict(saved.entries())) for saved in snapshot.of_vertex("count").values()]
+
+
+def _upgraded(
+    engine: Any, route: str, before: Snapshot, store: Any, mode: Any, **settings: Any
+) -> Snapshot:
+    """Runs `_rerouted(route)` from `before` over the later words; its last snapshot."""
+    config = _guaranteed(mode, **settings)
+    job = engine.new_job(_rerouted(route), config, snapshot_store=store, restore_from=before)
+    return run_until_read(job, len(engine.get_list("words")))
+
+
+@pytest.mark.parametrize(("kind", "mode"), ENGINES)
+def test_an_upgrade_that_broadcasts_into_keyed_state_is_refused_unless_rekeyed_or_dropped(
+    kind: str, mode: ExecutionMode | None, spark_engine: Any, tmp_path: Path
+) -> None:
+    engine = _engine(kind, spark_engine if kind == "spark" else None)
+    first = list(engine.get_list("words"))
+    before = DirectorySnapshotStore(_written_store_of(engine, mode, tmp_path / "first")).latest()
+    assert before is not None and sum(_per_processor(before), Counter()) == Counter(first)
+    with pytest.raises(SnapshotError) as refused:
+        engine.new_job(
+            _rerouted("broadcast"), _guaranteed(mode), snapshot_store=None, restore_from=before
+        )
+    message = str(refused.value)
+    assert "holds keyed state of vertex 'count'" in message
+    assert "edge source:0 -> count:0 routed partitioned by " in message
+    assert "now broadcast, distributed" in message
+    assert 'state_on_routing_change="rekey"' in message
+    later = jobs.words(400, 8)
+    engine.get_list("words").extend(later)
+    stores = {choice: DirectorySnapshotStore(tmp_path / choice) for choice in ("rekey", "drop")}
+    rekeyed = _upgraded(
+        engine, "broadcast", before, stores["rekey"], mode, state_on_routing_change="rekey"
+    )
+    # every processor sees every word now: each continues from every word's count
+    assert _per_processor(rekeyed) == [Counter(first + later)] * len(_per_processor(rekeyed))
+    dropped = _upgraded(
+        engine, "broadcast", before, stores["drop"], mode, state_on_routing_change="drop"
+    )
+    assert _per_processor(dropped) == [Counter(later)] * len(_per_processor(dropped))
+
+
+@pytest.mark.parametrize("route", ["partitioner", "local"])
+def test_a_rekeyed_upgrade_moves_each_key_to_the_processor_that_now_receives_it(
+    route: str, tmp_path: Path
+) -> None:
+    engine = _engine("local", None)
+    first = list(engine.get_list("words"))
+    before = DirectorySnapshotStore(_written_store_of(engine, None, tmp_path / "first")).latest()
+    assert before is not None
+    with pytest.raises(SnapshotError, match="edge source:0 -> count:0 routed partitioned"):
+        engine.new_job(_rerouted(route), _guaranteed(), restore_from=before)
+    later = jobs.words(400, 8)
+    engine.get_list("words").extend(later)
+    store = DirectorySnapshotStore(tmp_path / "after")
+    after = _upgraded(engine, route, before, store, None, state_on_routing_change="rekey")
+    counts = _per_processor(after)
+    assert sum(counts, Counter()) == Counter(first + later)
+    if route == "partitioner":  # one processor per word: the one its last letter picks
+        assert sum(len(held) for held in counts) == len(set(first + later))
+
+
+def test_keyed_state_behind_a_former_broadcast_edge_can_be_dropped_not_rekeyed(
+    tmp_path: Path,
+) -> None:
+    engine = _engine("local", None)
+    store = DirectorySnapshotStore(tmp_path / "broadcast")
+    job = engine.new_job(_rerouted("broadcast"), _guaranteed(), snapshot_store=store)
+    before = run_until_read(job, len(engine.get_list("words")))
+    with pytest.raises(SnapshotError, match="edge source:0 -> count:0 routed broadcast"):
+        engine.new_job(upgraded_dag("count"), _guaranteed(), restore_from=before)
+    rekey = _guaranteed(state_on_routing_change="rekey")
+    with pytest.raises(SnapshotError, match="restore it once per processor that saved it"):
+        engine.new_job(upgraded_dag("count"), rekey, restore_from=before)
+    later = jobs.words(400, 8)
+    engine.get_list("words").extend(later)
+    store = DirectorySnapshotStore(tmp_path / "dropped")
+    after = _upgraded(engine, "", before, store, None, state_on_routing_change="drop")
+    assert sum(_per_processor(after), Counter()) == Counter(later)
+
+
+def test_a_snapshot_that_recorded_no_routing_is_restored_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = _written_store("local", None, None, tmp_path / "store")
+    _rewrite_manifest(path, lambda fields: ["jetspark-snapshot-2", *fields[1:5]])
+    before = DirectorySnapshotStore(path).latest()
+    assert before is not None and before.routing is None
+    engine = _engine("local", None)
+    with caplog.at_level(logging.WARNING, logger="jetspark.snapshots"):
+        store = DirectorySnapshotStore(tmp_path / "new")
+        job = engine.new_job(
+            _rerouted("broadcast"), _guaranteed(), snapshot_store=store, restore_from=before
+        )
+        run_until_read(job, len(engine.get_list("words")))
+    warned = [r.getMessage() for r in caplog.records if "does not record how" in r.getMessage()]
+    assert len(warned) == 1 and f"snapshot {before.snapshot_id} " in warned[0]
+
+
+def test_state_on_routing_change_takes_rekey_drop_or_none() -> None:
+    with pytest.raises(ValueError, match='must be "rekey", "drop" or None, got \'keep\''):
+        JobConfig(state_on_routing_change="keep")  # type: ignore[arg-type]
 
 
 # --- the live view: odd ids, stalled and departed clients (case 9) -------------------------------

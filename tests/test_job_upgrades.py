@@ -214,8 +214,10 @@ def test_a_removed_vertex_that_saved_nothing_needs_no_flag() -> None:
     assert "'echo'" not in str(refused.value)
     without_echo = upgraded_dag("count", "echoed")
     engine.get_list("words").extend(LATER)
+    # "echoed" is fed by a partitioned edge now, not echo's unicast one (issue #36, case 3)
+    rekeyed = guaranteed(state_on_routing_change="rekey")
     after = run_until_read(
-        engine.new_job(without_echo, guaranteed(), restore_from=before), len(FIRST) + len(LATER)
+        engine.new_job(without_echo, rekeyed, restore_from=before), len(FIRST) + len(LATER)
     )
     assert counts_of(after, "echoed") == Counter(FIRST + LATER)
 

@@ -17,6 +17,7 @@ from typing import Any
 from jetspark.core.config import JobConfig
 from jetspark.core.context import ProcessorMetaSupplierContext
 from jetspark.core.dag import DAG, Vertex
+from jetspark.core.edge_routing import EdgeRouting, routing_into
 from jetspark.core.errors import DagValidationError, JobFailedError
 from jetspark.core.runtime.closing import CloseStep, close_all
 from jetspark.edges.edge import Edge
@@ -140,6 +141,10 @@ class JobPlan:
     stores: Any = None
     """Named lists and maps handed to every context."""
     _closed: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def routing(self) -> dict[str, tuple[EdgeRouting, ...]]:
+        """How the edges route into each vertex, as a snapshot of the job records it."""
+        return routing_into(plan.edge for plan in self.edges)
 
     def close(self, error: BaseException | None) -> None:
         """Calls every meta-supplier's `close(error)` once; see `close_all` for failures."""

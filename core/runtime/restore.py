@@ -4,7 +4,8 @@ had already completed.
 Entries are routed by `snapshot_targets` over the new plan's partition assignment, so keyed
 state reaches the processor that now owns the key's partition and broadcast entries reach every
 processor, whatever the new member count and local parallelism (the same rule as TestSupport's
-rescaled restore).
+rescaled restore). After a job upgrade that changed an edge's routing into a vertex, its keyed
+entries go where `JobConfig.state_on_routing_change` says (routing_change.py).
 
 A processor that had completed before the snapshot was taken must not run again: its output is
 already part of the downstream state. Its final state was saved when it completed, and the
@@ -36,12 +37,13 @@ from typing import Any
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
+from jetspark.core.edge_routing import Routings
 from jetspark.core.errors import SnapshotError
 from jetspark.core.runtime.plan import JobPlan, VertexPlan
+from jetspark.core.runtime.routing_change import check_routing_changes, restore_targets
 from jetspark.core.serialization import encode_batch
-from jetspark.core.snapshot_keys import BroadcastKey, snapshot_targets
-from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot, Snapshot, parts_holding
-from jetspark.partitioning import PartitionAssignment
+from jetspark.core.snapshot_keys import BroadcastKey
+from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot, Snapshot
 
 _log = logging.getLogger("jetspark.snapshots")
 _NO_ENTRIES = encode_batch([])
@@ -87,12 +89,20 @@ def with_renames(snapshot: Snapshot, dag: DAG, config: JobConfig) -> Snapshot:
 
 def check_restorable(snapshot: Snapshot, dag: DAG, config: JobConfig) -> None:
     """Raises SnapshotError, naming the vertices, when `snapshot` holds state of vertices `dag`
-    does not have, unless `config.ignore_state_of_removed_vertices`.
+    does not have, unless `config.ignore_state_of_removed_vertices`; naming the edges, when
+    `dag` changed the routing of an edge into a vertex with keyed state in `snapshot`, unless
+    `config.state_on_routing_change` (routing_change.py).
 
     A removed vertex whose processors saved no entries (a stateless one) is no loss. Finding
     that out reads the parts holding removed vertices, only when there are such vertices and
-    their state is not to be ignored; entries are never decoded.
+    their state is not to be ignored; entries are never decoded (only those of vertices whose
+    inbound routing changed are).
     """
+    _check_removed_vertices(snapshot, dag, config)
+    check_routing_changes(snapshot, dag, config)
+
+
+def _check_removed_vertices(snapshot: Snapshot, dag: DAG, config: JobConfig) -> None:
     planned = {vertex.name for vertex in dag.vertices()}
     removed = sorted(set(snapshot.local_parallelism) - planned)
     if not removed:
@@ -140,19 +150,8 @@ def _of(dag: DAG) -> str:
 
 def _vertices_with_entries(snapshot: Snapshot, vertices: list[str]) -> list[str]:
     """Those of `vertices` some processor of which saved at least one entry in `snapshot`."""
-    wanted = set(vertices)
-    states: Iterable[tuple[ProcessorKey, ProcessorSnapshot]]
-    if snapshot.parts is None:
-        states = snapshot.processors.items()
-    else:
-        store, snapshot_id = snapshot.store, snapshot.snapshot_id
-        states = (
-            state
-            for part, tag in parts_holding(snapshot.parts, vertices).items()
-            for state in store.read_part(snapshot_id, part, tag).items()
-        )
     return sorted(
-        {vertex for (vertex, _), saved in states if vertex in wanted and saved.data != _NO_ENTRIES}
+        {vertex for (vertex, _), saved in snapshot.states_of(vertices) if saved.data != _NO_ENTRIES}
     )
 
 
@@ -173,7 +172,9 @@ def _route_vertex(
 ) -> None:
     name = vertex.name
     saved = snapshot.of_vertex(name)
-    targets, keyed_from_running = route_entries(snapshot.snapshot_id, plan, vertex, saved)
+    targets, keyed_from_running = route_entries(
+        snapshot.snapshot_id, plan, vertex, saved, snapshot.routing
+    )
     all_completed = bool(saved) and all(p.completed for p in saved.values())
     same_layout = _same_layout(snapshot, plan, vertex)
     feeders = [(edge.source_name, edge.senders()) for edge in vertex.inbound]
@@ -192,20 +193,22 @@ def route_entries(
     plan: JobPlan,
     vertex: VertexPlan,
     saved: dict[int, ProcessorSnapshot],
+    routing: Routings | None,
     wanted: set[int] | None = None,
 ) -> tuple[list[RestoredProcessor], list[bool]]:
     """Deals the saved entries of `vertex` to its processors in `plan` (only to the `wanted`
-    global indexes, when given); also says which processors got keyed state of a processor
+    global indexes, when given), keyed ones as `restore_targets` says after a change from the
+    `routing` the snapshot recorded; also says which processors got keyed state of a processor
     that had not completed."""
     total = vertex.total_parallelism
-    assignment = PartitionAssignment(
-        plan.member_count, vertex.local_parallelism, plan.config.partition_count
-    )
+    targets_of, drop_keyed = restore_targets(plan, vertex, routing)
     targets: list[RestoredProcessor] = [RestoredProcessor() for _ in range(total)]
     keyed_from_running = [False] * total
     for index, processor in sorted(saved.items()):
         for key, value in _entries(snapshot_id, vertex.name, index, processor):
-            owners = snapshot_targets(key, assignment)
+            if drop_keyed and not isinstance(key, BroadcastKey):
+                continue
+            owners = targets_of(key)
             for target in owners:
                 if wanted is None or target in wanted:
                     targets[target].entries.append((key, value))

@@ -217,6 +217,7 @@ class SnapshotCoordinator:
             plan.member_count,
             {name: v.local_parallelism for name, v in plan.vertices.items()},
             processors,
+            routing=plan.routing(),
         )
         try:
             self.store.save(snapshot)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from jetspark.core.edge_routing import Routings
 from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.runtime.restore import RestoredProcessor, completed_without_state, route_entries
 from jetspark.core.snapshot_keys import BroadcastKey, snapshot_targets
@@ -43,6 +44,8 @@ class RestoreSpec:
     readers: Mapping[str, frozenset[int]] | None = None
     """Part name -> the members that restore an entry of it, when the snapshot was taken at the
     run's layout (None: unknown, so every part holding a task's vertices is read)."""
+    routing: Routings | None = None
+    """How the edges routed into each vertex when the snapshot was taken (its manifest's)."""
 
     def route(self, plan: JobPlan, member: int, vertices: list[str]) -> dict[ProcessorKey, Any]:
         """What each processor of `vertices` on `member` restores: the parts holding entries
@@ -61,7 +64,7 @@ class RestoreSpec:
             lp = vertex_plan.local_parallelism
             wanted = {member * lp + local for local in range(lp)}
             targets, keyed_from_running = route_entries(
-                self.snapshot_id, plan, vertex_plan, saved[name], wanted
+                self.snapshot_id, plan, vertex_plan, saved[name], self.routing, wanted
             )
             for index in wanted:
                 # the driver knows what moved only within a run: this task sees it always
@@ -89,6 +92,7 @@ def restore_spec(
         parts=dict(snapshot.parts),
         completed=completed_without_state(snapshot, plan, moved),
         readers=readers,
+        routing=snapshot.routing,
     )
 
 

@@ -384,6 +384,7 @@ class ContinuousCoordinator:
                 plan.member_count,
                 {name: v.local_parallelism for name, v in plan.vertices.items()},
                 parts,
+                plan.routing(),
             )
         except Exception as error:
             self.fatal = error
