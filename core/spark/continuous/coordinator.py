@@ -10,7 +10,11 @@ where snapshot ids continue.
 Snapshots: every `snapshot_interval_millis` the coordinator asks the members for snapshot N;
 when every member reported its part, it writes the manifest (the commit), applies the sinks'
 writes the members sent before their parts, and tells the members, whose processors then learn
-of the commit. The job has completed when every member reported that its processors finished.
+of the commit. When every member reported that its processors finished, a job with a snapshot
+store takes one more snapshot, of the final states only, and has completed when it commits;
+only then do the members publish their final states. A member lost while they publish restarts
+the job from that final snapshot: every processor is restored as completed, the transactional
+sinks publish what it holds, and nothing runs or is written again.
 
 A member of the current epoch that sends nothing, not even a heartbeat, for the liveness timeout
 is lost: the coordinator stops the epoch's members, so that the stage fails and the run loop
@@ -68,6 +72,8 @@ class _Epoch:
     finished: set[int] = dataclasses.field(default_factory=set)
     snapshot_id: int | None = None
     """The snapshot under way, or None."""
+    final_snapshot_id: int | None = None
+    """The snapshot of the final states, once every member finished and it started."""
     started: float = 0.0
     parts: dict[int, tuple[str, bytes, Held, dict[str, int]]] = dataclasses.field(
         default_factory=dict
@@ -290,6 +296,7 @@ class ContinuousCoordinator:
             restore = restore_spec(last, self._plan) if last is not None else None
         epoch = _Epoch(f"{token}a{attempt}", attempt, Welcome(f"{token}a{attempt}", restore, first))
         self._epoch = epoch
+        self.completed.clear()
         self._metrics.clear()
         return epoch
 
@@ -319,7 +326,7 @@ class ContinuousCoordinator:
             elif kind == control.FINISHED:
                 epoch.finished.add(member)
                 if len(epoch.finished) == self._members:
-                    self._complete(epoch)
+                    self._all_finished(epoch)
             elif kind == control.FAILED:
                 self.processor_failure = self.processor_failure or payload
 
@@ -335,15 +342,34 @@ class ContinuousCoordinator:
                     epoch is None
                     or epoch.snapshot_id is not None
                     or len(epoch.members) < self._members
+                    or len(epoch.finished) == self._members
                     or self.completed.is_set()
                     or time.monotonic() < self._next_start
                 ):
                     continue
-                try:
-                    self._start_snapshot(epoch)
-                except Exception as error:  # the store failed: the job cannot go on
-                    self.fatal = error
-                    self._fence(f"starting a snapshot failed: {error}")
+                self._try_to_start_snapshot(epoch)
+
+    def _all_finished(self, epoch: _Epoch) -> None:
+        """Every member finished: without a store the job completed; with one, the snapshot of
+        the final states starts (once the one under way, if any, committed)."""
+        if self._store is None:
+            self._complete(epoch)
+        elif epoch.snapshot_id is None:
+            self._start_final_snapshot(epoch)
+
+    def _start_final_snapshot(self, epoch: _Epoch) -> None:
+        if self._try_to_start_snapshot(epoch):
+            epoch.final_snapshot_id = epoch.snapshot_id
+
+    def _try_to_start_snapshot(self, epoch: _Epoch) -> bool:
+        """Starts a snapshot; False when the store failed, which fails the job."""
+        try:
+            self._start_snapshot(epoch)
+        except Exception as error:
+            self.fatal = error
+            self._fence(f"starting a snapshot failed: {error}")
+            return False
+        return True
 
     def _start_snapshot(self, epoch: _Epoch) -> None:
         assert self._store is not None
@@ -412,6 +438,10 @@ class ContinuousCoordinator:
         epoch.snapshot_id = None
         _log.info("%s: snapshot %d committed", self._job_name, snapshot_id)
         _tell_all(epoch, control.COMMITTED, snapshot_id)
+        if snapshot_id == epoch.final_snapshot_id:
+            self._complete(epoch)
+        elif len(epoch.finished) == self._members:
+            self._start_final_snapshot(epoch)
 
     def _complete(self, epoch: _Epoch) -> None:
         """Every member finished: their remaining writes count, the job completed."""
