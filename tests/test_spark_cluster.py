@@ -7,6 +7,7 @@ fits one process, and the test session's own context is a local one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -88,16 +89,11 @@ def _wait_for_workers(web_ui_port: int, processes: dict[Path, subprocess.Popen[b
         time.sleep(0.5)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The master URL of a running cluster: a master and two workers (1 core, 1 GB each) as in
-    docs/deploy.md, each in its own process group, stopped by PID however the tests end.
-
-    PySpark hands the executors' Python workers the driver's PYTHONHASHSEED, so the workers'
-    own seeds reach only their JVMs; the jobs' driver sets PYTHONHASHSEED=random so that each
-    executor's Python hashes strings differently (checked below).
-    """
-    home = tmp_path_factory.mktemp("cluster")
+@contextlib.contextmanager
+def standalone_cluster(home: Path) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
+    """A running cluster, as `cluster` describes it: its master URL and its workers' processes
+    (each the leader of its process group, its executors within: `_stop` stops one for good);
+    every process stopped by PID however the block ends."""
     spark_home = str(Path(pyspark.__file__).resolve().parent)
     env = {**os.environ, "SPARK_HOME": spark_home, "SPARK_LOCAL_IP": "127.0.0.1"}
     port, web_ui_port = _free_port(), _free_port()
@@ -107,17 +103,32 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     processes: dict[Path, subprocess.Popen[bytes]] = {}
     try:
         processes[home / "master.log"] = _start(home / "master.log", env, "master.Master", master)
+        workers = []
         for index, seed in enumerate(WORKER_HASH_SEEDS):
             log, work_dir = home / f"worker-{index}.log", home / f"worker-{index}"
             arguments = [*worker, "--webui-port", str(_free_port()), "--work-dir", str(work_dir)]
             processes[log] = _start(
                 log, {**env, "PYTHONHASHSEED": seed}, "worker.Worker", arguments
             )
+            workers.append(processes[log])
         _wait_for_workers(web_ui_port, processes)
-        yield master_url
+        yield master_url, workers
     finally:
         for process in reversed(processes.values()):
             _stop(process)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The master URL of a running cluster: a master and two workers (1 core, 1 GB each) as in
+    docs/deploy.md, each in its own process group, stopped by PID however the tests end.
+
+    PySpark hands the executors' Python workers the driver's PYTHONHASHSEED, so the workers'
+    own seeds reach only their JVMs; the jobs' driver sets PYTHONHASHSEED=random so that each
+    executor's Python hashes strings differently (checked below).
+    """
+    with standalone_cluster(tmp_path_factory.mktemp("cluster")) as (master_url, _workers):
+        yield master_url
 
 
 @pytest.fixture(scope="module")

@@ -170,7 +170,8 @@ def test_the_model_of_a_completed_job_holds_its_exact_counts(view):
         "completed",
         "local",
     )
-    assert shown["restarts"] == 0 and shown["snapshots"] == [] and shown["batches"] == []
+    assert shown["restarts"] == shown["rescales"] == 0
+    assert shown["snapshots"] == [] and shown["batches"] == []
     vertices = by_name(shown["vertices"])
     assert list(vertices) == ["source", "double", "sink"]
     assert [(v["processors"], v["received"], v["emitted"]) for v in vertices.values()] == [
@@ -288,7 +289,7 @@ def test_metrics_expose_the_counts_of_a_job_in_prometheus_text_format(view):
         return metrics[(name, labels_of(view, job, **labels))]
 
     assert value("jetspark_job_info", status="completed", execution_mode="local") == 1.0
-    assert value("jetspark_job_restarts_total") == 0
+    assert value("jetspark_job_restarts_total") == value("jetspark_job_rescales_total") == 0
     for vertex, received, emitted in [("source", 0, 100), ("double", 100, 100), ("sink", 100, 0)]:
         assert value("jetspark_vertex_received_items_total", vertex=vertex) == received
         assert value("jetspark_vertex_emitted_items_total", vertex=vertex) == emitted

@@ -88,6 +88,9 @@ class JobMetrics:
     """How many snapshots the job committed in all (`snapshots` keeps the newest)."""
     restarts: int = 0
     """How many times the job restarted from a snapshot by itself after a failure."""
+    rescales: int = 0
+    """How many of those restarts ran on fewer members than before, the cluster having
+    no task slot left for every member (SparkEngine continuous jobs)."""
     execution_mode: str = ""
     """How the job runs: "local", "stages", "micro_batch" or "continuous"."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
+import socket
 import sys
 import traceback
 from typing import Any
@@ -43,6 +44,7 @@ def processor_failure_facts(failure: JobFailedError, member: int) -> dict[str, A
         "processor_index": failure.processor_index,
         "callback": failure.callback,
         "member": member,
+        "host": socket.gethostname(),
         "cause_type": type(failure.__cause__).__name__ if failure.__cause__ else None,
     }
 
@@ -168,7 +170,8 @@ def processor_error(facts: dict[str, Any]) -> JobFailedError:
     """The JobFailedError of a processor's failure in a Spark task, from the facts the task
     reported (`task_failure`), with the task's traceback."""
     return JobFailedError(
-        f"{facts['message']} (on member {facts['member']}){_by_value_hint(facts['message'])}\n"
+        f"{facts['message']} (on member {facts['member']}, host {facts['host']})"
+        f"{_by_value_hint(facts['message'])}\n"
         f"--- traceback in the Spark task ---\n{facts['traceback']}",
         vertex_name=facts["vertex_name"],
         processor_index=facts["processor_index"],
@@ -176,13 +179,40 @@ def processor_error(facts: dict[str, Any]) -> JobFailedError:
     )
 
 
+_BARRIER_REFUSED = re.compile(
+    r"(?:BarrierJobRunWithDynamicAllocationException|BarrierJobUnsupportedRDDChainException): "
+    r"([^\n]*)"
+)
+_SNAPSHOT_ERROR = re.compile(r"^(?:[\w.]+\.)?SnapshotError: ")
+_LOST_TASK = re.compile(r"Lost task \S+ in stage \S+ \(TID \d+\) \((\S+) executor ([^)\s]+)\)")
+
+
+def configuration_error(error_text: str) -> bool:
+    """Whether the text of a Spark failure says that the job cannot run as the cluster is
+    configured, so that running it again would fail the same way: a module the executors
+    cannot import, a Python they cannot run, a snapshot store they cannot use (a
+    SnapshotError), a barrier stage Spark refuses."""
+    remote = python_traceback(error_text)
+    return (
+        missing_module(error_text) is not None
+        or _NO_PYTHON.search(error_text) is not None
+        or _BARRIER_REFUSED.search(error_text) is not None
+        or (remote is not None and _SNAPSHOT_ERROR.match(remote.splitlines()[-1]) is not None)
+    )
+
+
 def spark_job_error(
-    failure: BaseException, job_name: str, modules_used: dict[str, set[str]], worker_python: str
+    failure: BaseException,
+    job_name: str,
+    modules_used: dict[str, set[str]],
+    worker_python: str,
+    where: str | None = None,
 ) -> JobFailedError:
     """The JobFailedError of a Spark job that failed with `failure` (a Py4J error or pyspark's
     captured exception, or an error raised on the driver): a processor's failure as the task
     reported it, a module the executors could not import (`missing_module_advice`), else the
-    failure in Python terms. Never a JVM stack."""
+    failure in Python terms. Never a JVM stack. `where`: the failed task's member, host and
+    executor, when the caller knows them (else the host and executor Spark's text names)."""
     error_text = str(failure)
     facts = failure_facts(error_text)
     if facts is not None:
@@ -191,17 +221,23 @@ def spark_job_error(
     # handler converts them), as pyspark's captured exceptions
     if not isinstance(failure, (Py4JError, CapturedException)):  # raised on the driver
         return JobFailedError(f"{job_name} failed on Spark: {type(failure).__name__}: {failure}")
+    if where is None and (lost := _LOST_TASK.search(error_text)) is not None:
+        where = f"host {lost.group(1)}, executor {lost.group(2)}"
+    on = f" (on {where})" if where else ""
+    failed = f"{job_name} failed on Spark"
     module = missing_module(error_text)
     if module is not None:
         advice = missing_module_advice(module, modules_used, worker_python)
-        return JobFailedError(f"{job_name} failed on Spark: {advice}")
+        return JobFailedError(f"{failed}: {advice}{on}")
     if (no_python := _NO_PYTHON.search(error_text)) is not None:
         program, reason = no_python.groups()
         return JobFailedError(
-            f"{job_name} failed on Spark: the executors cannot run their Python {program!r} "
+            f"{failed}: the executors cannot run their Python {program!r} "
             f"({reason.strip()}): set PYSPARK_PYTHON (or spark.pyspark.python) to a Python "
-            "every executor has"
+            f"every executor has{on}"
         )
+    if (refused := _BARRIER_REFUSED.search(error_text)) is not None:
+        return JobFailedError(f"{failed}: Spark refuses the job's barrier stage: {refused[1]}")
     remote = python_traceback(error_text)
     details = f"\n--- traceback in the Spark task ---\n{remote}" if remote else ""
-    return JobFailedError(f"{job_name} failed on Spark: {spark_error_summary(error_text)}{details}")
+    return JobFailedError(f"{failed}: {spark_error_summary(error_text)}{on}{details}")

@@ -140,16 +140,19 @@ class SparkJob(Job):
             raise ValueError(f"{self.name} has no write_rdd_p sink")
         return self.rdd_reader(name)
 
-    def error_of(self, failure: BaseException) -> BaseException:
+    def error_of(self, failure: BaseException, where: str | None = None) -> BaseException:
         """The error `join()` raises for `failure`: JobCancelledError, the task's
-        JobFailedError, or a JobFailedError that says what went wrong in Python terms."""
+        JobFailedError, or a JobFailedError that says what went wrong in Python terms (on
+        `where`: the failed task's member, host and executor, when the caller knows them)."""
         if self.cancel_event.is_set():
             error: BaseException = JobCancelledError(f"{self.name} was cancelled")
             error.__cause__ = failure
         elif isinstance(failure, JobFailedError):
             error = failure
         else:
-            error = spark_job_error(failure, self.name, self.modules_used, self.context.pythonExec)
+            error = spark_job_error(
+                failure, self.name, self.modules_used, self.context.pythonExec, where
+            )
             error.__cause__ = failure
         return self._without_jvm_text(error)
 

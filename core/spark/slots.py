@@ -88,6 +88,23 @@ def take_slots(
         time.sleep(0.05)
 
 
+def slots_for_restart(context: SparkContext, holder: Any) -> int:
+    """The task slots the continuous job `holder` may restart on: the cluster's slots now,
+    less those the other running continuous jobs hold."""
+    slots = task_slots(context)
+    with _lock:
+        held = _held.get(id(context), {})
+        return slots - sum(
+            n for key, (job, n) in held.items() if key != id(holder) and not job.status.is_terminal
+        )
+
+
+def hold_slots(context: SparkContext, holder: Any, members: int) -> None:
+    """The continuous job `holder` holds `members` slots from now on (it restarted on them)."""
+    with _lock:
+        _held.setdefault(id(context), {})[id(holder)] = (holder, members)
+
+
 def release_slots(context: SparkContext, holder: Any) -> None:
     """The continuous job `holder` ended: its slots are free."""
     with _lock:

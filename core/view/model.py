@@ -142,6 +142,7 @@ class JobSampler:
             "status": job.status.value,
             "execution_mode": metrics.execution_mode,
             "restarts": metrics.restarts,
+            "rescales": metrics.rescales,
             "sampled_at": now,
             "vertices": [
                 {

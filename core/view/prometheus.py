@@ -97,6 +97,13 @@ def exposition(samplers: Sequence[JobSampler], clock: Clock) -> bytes:
     return generate_latest(registry)
 
 
+_RESTART_COUNTERS = (
+    ("restarts", "Restarts of the job from a snapshot after a failure."),
+    ("rescales", "Restarts of the job on fewer members, the cluster having no slot for each."),
+)
+"""The JobMetrics counters of a job's restarts, each a counter of its own."""
+
+
 class JobsCollector(Collector):
     """Collects the figures of the jobs `samplers` watch, reading their metrics at `collect()`;
     a job whose metrics cannot be read is left out (and logged), not the whole scrape."""
@@ -115,14 +122,11 @@ class JobsCollector(Collector):
                 r.labels, {"status": r.status, "execution_mode": r.metrics.execution_mode}
             )
         yield info
-        restarts = CounterMetricFamily(
-            "jetspark_job_restarts",
-            "Restarts of the job from a snapshot after a failure.",
-            labels=JOB_LABELS,
-        )
-        for r in readings:
-            restarts.add_metric(r.labels, r.metrics.restarts)
-        yield restarts
+        for name, help_text in _RESTART_COUNTERS:
+            counter = CounterMetricFamily(f"jetspark_job_{name}", help_text, labels=JOB_LABELS)
+            for r in readings:
+                counter.add_metric(r.labels, getattr(r.metrics, name))
+            yield counter
         snapshots = [(r.labels, r.metrics.snapshots[-1]) for r in readings if r.metrics.snapshots]
         yield from _series("jetspark_job_last_snapshot", _LAST_SNAPSHOT, JOB_LABELS, snapshots)
         batches = [(r.labels, r.metrics.batches[-1]) for r in readings if r.metrics.batches]

@@ -116,6 +116,10 @@ class ContinuousCoordinator:
         """A failure of the coordinator itself (a commit that failed): the job must fail."""
         self.lost: str | None = None
         """Which member of the current run the coordinator found silent, and for how long."""
+        self.lost_member: int | None = None
+        """The index of that member."""
+        self.rescales = 0
+        """How many restarts ran on fewer members than the run before."""
         self.completed = threading.Event()
         self._lock = threading.RLock()
         self._token: str | None = None
@@ -159,7 +163,15 @@ class ContinuousCoordinator:
             self._fence(f"a newer run of {self._job_name} started")
             self._token = token
             self.lost = None
+            self.lost_member = None
             self.completed.clear()
+
+    def rescale(self, plan: JobPlan) -> None:
+        """The next run has `plan`'s members, fewer than before: its restore rescales."""
+        with self._lock:
+            self._plan = plan
+            self._members = plan.member_count
+            self.rescales += 1
 
     def metrics(self) -> JobMetrics:
         """The job's live metrics: every member's latest, merged, with the snapshots."""
@@ -168,6 +180,7 @@ class ContinuousCoordinator:
             merged.snapshots = list(self._snapshots)
             merged.snapshot_count = self._snapshot_count
             merged.restarts = self.restarts
+            merged.rescales = self.rescales
         merged.execution_mode = "continuous"
         return merged
 
@@ -283,6 +296,7 @@ class ContinuousCoordinator:
             if epoch is None or epoch.members.get(member) is not connection:
                 return
             self.lost = f"member {member} is lost: {silence}"
+            self.lost_member = member
             _log.warning("%s: %s", self._job_name, self.lost)
             self._fence(self.lost)
 

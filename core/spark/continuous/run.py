@@ -1,11 +1,20 @@
 """The driver's side of a continuous job: launch the barrier stage, restart it after a failure.
 
 The job is one Spark barrier stage of M tasks, one per member, all running at once for the
-whole job (member.py). When the stage fails for a reason other than a processor's exception —
-a lost task, Python worker or executor — the job restarts from its last committed snapshot by
-itself, as Jet's jobs do, at most `JobConfig.max_restarts` times; each restart is logged and
-counted in `job.metrics.restarts`. A processor's exception fails the job with the
-JobFailedError naming vertex, processor and callback.
+whole job (member.py). When the stage fails, what failed decides:
+
+- a processor's exception fails the job with the JobFailedError naming vertex, processor and
+  callback;
+- a configuration error (failures.configuration_error: a Python or a module the executors
+  lack, a snapshot store they cannot use, a barrier stage Spark refuses) fails it at once, in
+  Python terms, naming the member, host and executor (failed_tasks.py): running it again
+  would fail the same way;
+- anything else is a lost member (a task, Python worker or executor): the job restarts from
+  its last committed snapshot by itself, as Jet's jobs do, at most `JobConfig.max_restarts`
+  times, each logged with the member's index, host, executor and Spark's reason and counted
+  in `job.metrics.restarts`. When the cluster has no free slot for every member within
+  `spark.jetspark.restart.slot.wait`, the restart runs on the members it has slots for, the
+  snapshot rescaling to them (restarts.py), logged and counted in `job.metrics.rescales`.
 """
 
 from __future__ import annotations
@@ -20,12 +29,15 @@ from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot
 from jetspark.core.spark.continuous.coordinator import ContinuousCoordinator
 from jetspark.core.spark.continuous.member import MemberTask
-from jetspark.core.spark.continuous.settings import settings_of
+from jetspark.core.spark.continuous.restarts import members_for_restart
+from jetspark.core.spark.continuous.settings import RESTART_SLOT_WAIT, settings_of
 from jetspark.core.spark.continuous.streams import PeerLostError
-from jetspark.core.spark.failures import processor_error
+from jetspark.core.spark.failed_tasks import failed_member, spark_reason
+from jetspark.core.spark.failures import configuration_error, processor_error
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
 from jetspark.core.spark.shipped_stores import free, shipped_contents
+from jetspark.core.spark.slots import hold_slots, slots_for_restart
 from jetspark.core.spark.task_restore import held_in
 
 _log = logging.getLogger("jetspark.spark")
@@ -83,25 +95,7 @@ def run_continuous_job(
             except BaseException as failure:
                 if job.cancel_event.is_set():
                     raise
-                coordinator.settle()
-                if coordinator.processor_failure is not None:
-                    raise processor_error(coordinator.processor_failure) from failure
-                if coordinator.fatal is not None:
-                    raise coordinator.fatal from failure
-                if store is None or not coordinator.count_restart():
-                    if coordinator.lost is not None:
-                        raise PeerLostError(coordinator.lost) from failure
-                    raise
-                wait_for_tasks_to_end(context, job.group)
-                last = coordinator.last_committed
-                _log.warning(
-                    "%s: a member was lost (%s); restart %d of at most %d, from snapshot %s",
-                    job.name,
-                    coordinator.lost or type(failure).__name__,
-                    coordinator.restarts,
-                    config.max_restarts,
-                    last.snapshot_id if last is not None else "none (from the start)",
-                )
+                plan = _restart_plan(engine, job, dag, config, plan, coordinator, failure)
                 continue
             if coordinator.completed.is_set():
                 break
@@ -119,3 +113,69 @@ def run_continuous_job(
     if plan is not None:
         error = plan.close_after(error)
     job.mark_ended(error)
+
+
+def _restart_plan(
+    engine: EngineFacts,
+    job: SparkJob,
+    dag: DAG,
+    config: JobConfig,
+    plan: JobPlan,
+    coordinator: ContinuousCoordinator,
+    failure: BaseException,
+) -> JobPlan:
+    """After the members' stage failed with `failure`: raises what fails the job (a
+    processor's failure, the coordinator's own, a configuration error, no restart left), else
+    logs the lost member and returns the plan the restart runs (a rescaled one when the
+    cluster has no slot left for every member: restarts.py)."""
+    context = engine.context
+    coordinator.settle()
+    if coordinator.processor_failure is not None:
+        raise processor_error(coordinator.processor_failure) from failure
+    if coordinator.fatal is not None:
+        raise coordinator.fatal from failure
+    wait_for_tasks_to_end(context, job.group)
+    text = str(failure)
+    lost = failed_member(context, text, coordinator.lost_member)
+    if configuration_error(text):
+        raise job.error_of(failure, lost.where() if lost is not None else None)
+    if job.snapshot_store is None or not coordinator.count_restart():
+        if coordinator.lost is not None:
+            raise PeerLostError(coordinator.lost) from failure
+        raise failure
+    last = coordinator.last_committed
+    from_snapshot = last.snapshot_id if last is not None else "none (from the start)"
+    _log.warning(
+        "%s: a member was lost: %s; restart %d of at most %d, from snapshot %s",
+        job.name,
+        lost.text() if lost is not None else coordinator.lost or spark_reason(text),
+        coordinator.restarts,
+        config.max_restarts,
+        from_snapshot,
+    )
+    wait = settings_of(context).slot_wait
+    members = members_for_restart(plan.member_count, lambda: slots_for_restart(context, job), wait)
+    if members == plan.member_count:
+        return plan
+    if members == 0:
+        raise JobFailedError(
+            f"{job.name}: {context.master} has no free task slot left to restart the job on "
+            f"after waiting {wait:g} s ({RESTART_SLOT_WAIT})"
+        ) from failure
+    _log.warning(
+        "%s: rescaled to %d members (was %d): %s has %d free task slots after waiting %g s "
+        "(%s); restarting from snapshot %s",
+        job.name,
+        members,
+        plan.member_count,
+        context.master,
+        members,
+        wait,
+        RESTART_SLOT_WAIT,
+        from_snapshot,
+    )
+    plan.close(failure)
+    rescaled = plan_job(dag, config, members, engine.default_local_parallelism)
+    hold_slots(context, job, members)
+    coordinator.rescale(rescaled)
+    return rescaled

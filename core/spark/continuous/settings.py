@@ -10,6 +10,9 @@
   `spark.port.maxRetries` (16) more, as Spark's own ports.
 - The coordinator binds `spark.driver.bindAddress` (default `spark.driver.host`) and the members
   connect to `spark.driver.host`, as Spark's driver does.
+- `spark.jetspark.restart.slot.wait` (default 30s): after a lost member, how long a restart
+  waits for the cluster to have a free task slot for every member again (a lost executor
+  replaced); past it the job restarts on the members it has slots for.
 
 Times take Spark's own notation (`500ms`, `30s`, `2min`); the members get the driver's values
 with their task.
@@ -24,6 +27,8 @@ HEARTBEAT_INTERVAL = "spark.jetspark.heartbeat.interval"
 HEARTBEAT_TIMEOUT = "spark.jetspark.heartbeat.timeout"
 COORDINATOR_PORT = "spark.jetspark.coordinator.port"
 MEMBER_PORT = "spark.jetspark.member.port"
+RESTART_SLOT_WAIT = "spark.jetspark.restart.slot.wait"
+_DEFAULT_SLOT_WAIT = "30s"
 PORT_RETRIES = "spark.port.maxRetries"
 _DEFAULT_PORT_RETRIES = 16
 _LAST_PORT = 65535
@@ -87,6 +92,8 @@ class ContinuousSettings:
     """The address the coordinator listens on."""
     driver_host: str
     """The address the members connect to."""
+    slot_wait: float
+    """Seconds a restart waits for a task slot per member before it rescales."""
 
 
 def settings_of(context: Any) -> ContinuousSettings:
@@ -105,4 +112,5 @@ def settings_of(context: Any) -> ContinuousSettings:
         PortRange(conf.getInt(MEMBER_PORT, 0), retries, MEMBER_PORT),
         driver_bind=conf.get("spark.driver.bindAddress", host),
         driver_host=host,
+        slot_wait=conf.getTimeAsMs(RESTART_SLOT_WAIT, _DEFAULT_SLOT_WAIT) / 1000,
     )

@@ -45,7 +45,11 @@ from jetspark.core.runtime.metrics import (
 )
 from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, ProcessorKey, Snapshot
-from jetspark.core.spark.failures import failure_facts, missing_module, spark_error_summary
+from jetspark.core.spark.failures import (
+    configuration_error,
+    failure_facts,
+    spark_error_summary,
+)
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import GroupJobs, wait_for_tasks_to_end
 from jetspark.core.spark.metrics import accumulate_metrics
@@ -210,8 +214,9 @@ class MicroBatchRunner:
         return report, finished
 
     def _restartable(self, failure: BaseException, max_restarts: int) -> bool:
-        """True for a failure of the batch's Spark job that is not a processor's own (nor a
-        module the executors lack), while the job has restarts left and is not cancelled."""
+        """True for a failure of the batch's Spark job that is not a processor's own nor a
+        configuration error (failures.configuration_error), while the job has restarts left
+        and is not cancelled."""
         if not isinstance(failure, (Py4JError, CapturedException)):
             return False  # raised on the driver: running the batch again would raise it again
         text = str(failure)
@@ -220,7 +225,7 @@ class MicroBatchRunner:
             and self._restarts < max_restarts
             and self._engine.context._jsc is not None
             and failure_facts(text) is None
-            and missing_module(text) is None
+            and not configuration_error(text)
         )
 
     def _restart_after(self, failure: BaseException, max_restarts: int) -> None:
