@@ -1,5 +1,6 @@
 """A stream between two continuous members delivers a frame that holds more items than the
-downstream queue takes, part by part (core/spark/continuous/streams.py).
+downstream queue takes, part by part (core/spark/continuous/streams.py), and bounds a link by
+bytes as well as entries (flow.py).
 
 A non-cooperative upstream pushes from its own thread, so several of its chunks can wait for the
 stream's next round and leave as one frame of up to the link's window (two queue sizes). The
@@ -78,3 +79,48 @@ def test_a_frame_larger_than_the_downstream_queue_arrives_whole_and_is_acknowled
         received += _take(queue)
     assert received == items
     assert channel.room() == channel.window  # every item acknowledged: the upstream may go on
+
+
+MB = 1 << 20
+
+
+def _push_while_room(channel: Any, items: list[bytes], sender: PeerStream) -> int:
+    """Pushes one item at a time while the channel has room, letting the stream frame each
+    (as the member's rounds do); the number pushed."""
+    pushed = 0
+    while pushed < len(items) and channel.room() > 0:
+        channel.push([items[pushed]])
+        pushed += 1
+        sender.call()
+    return pushed
+
+
+def test_megabyte_items_stop_the_sender_at_the_byte_window_and_the_queue_at_its_bytes(
+    link: Link, streams: tuple[PeerStream, PeerStream]
+) -> None:
+    """With the default 4 MB window and 2 MB queue per link (flow.py), items of just under
+    1 MB fill both by bytes first: 4 in flight, 2 in the queue, where entries allowed 8 and 4."""
+    sender, receiver = streams
+    channel = sender.channel(link)
+    queue = Queue(QUEUE_SIZE)
+    receiver.receive_into(link, queue)
+    items = [bytes([i]) * (MB - 1024) for i in range(20)]
+
+    assert _push_while_room(channel, items, sender) == 4
+    for _ in range(50):  # the receiver reads everything, moves what its queue's bytes allow
+        receiver.call()
+        sender.call()
+    assert queue.size() == 2
+    assert _push_while_room(channel, items[4:], sender) == 2  # acknowledged: room again
+
+    received = _take(queue)
+    pushed = 6
+    for _ in range(500):  # rounds of both members until every item went through
+        pushed += _push_while_room(channel, items[pushed:], sender)
+        receiver.call()
+        sender.call()
+        received += _take(queue)
+        if len(received) == len(items):
+            break
+    assert received == items
+    assert channel.room() == 4

@@ -289,7 +289,7 @@ class MemberTask:
             peers = connect_members(
                 listener, addresses, member, self.key, welcome.epoch, settings.liveness.timeout
             )
-            exchange = StreamExchange(member, peers)
+            exchange = StreamExchange(member, peers, settings.links)
             self._run(member, welcome, state, exchange, cancel)
         finally:
             listener.close()

@@ -13,9 +13,14 @@
 - `spark.jetspark.restart.slot.wait` (default 30s): after a lost member, how long a restart
   waits for the cluster to have a free task slot for every member again (a lost executor
   replaced); past it the job restarts on the members it has slots for.
+- `spark.jetspark.link.window` (default 4m): per link of a distributed edge (one upstream to
+  one downstream processor on another member), the encoded bytes its sender may have sent that
+  the receiver has not moved into the downstream queue yet (besides two queue sizes of entries).
+- `spark.jetspark.link.queue` (default 2m): the estimated bytes the receiver of a link lets wait
+  in the downstream processor's queue (besides the queue's size in entries).
 
-Times take Spark's own notation (`500ms`, `30s`, `2min`); the members get the driver's values
-with their task.
+Times take Spark's own notation (`500ms`, `30s`, `2min`), sizes Spark's (`512k`, `4m`); the
+members get the driver's values with their task.
 """
 
 from __future__ import annotations
@@ -23,12 +28,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from jetspark.core.spark.continuous.flow import DEFAULT_LIMITS, ByteLimits
+
 HEARTBEAT_INTERVAL = "spark.jetspark.heartbeat.interval"
 HEARTBEAT_TIMEOUT = "spark.jetspark.heartbeat.timeout"
 COORDINATOR_PORT = "spark.jetspark.coordinator.port"
 MEMBER_PORT = "spark.jetspark.member.port"
 RESTART_SLOT_WAIT = "spark.jetspark.restart.slot.wait"
 _DEFAULT_SLOT_WAIT = "30s"
+LINK_WINDOW = "spark.jetspark.link.window"
+LINK_QUEUE = "spark.jetspark.link.queue"
 PORT_RETRIES = "spark.port.maxRetries"
 _DEFAULT_PORT_RETRIES = 16
 _LAST_PORT = 65535
@@ -94,6 +103,8 @@ class ContinuousSettings:
     """The address the members connect to."""
     slot_wait: float
     """Seconds a restart waits for a task slot per member before it rescales."""
+    links: ByteLimits
+    """The byte bounds of the links between members."""
 
 
 def settings_of(context: Any) -> ContinuousSettings:
@@ -113,4 +124,16 @@ def settings_of(context: Any) -> ContinuousSettings:
         driver_bind=conf.get("spark.driver.bindAddress", host),
         driver_host=host,
         slot_wait=conf.getTimeAsMs(RESTART_SLOT_WAIT, _DEFAULT_SLOT_WAIT) / 1000,
+        links=ByteLimits(
+            window=_size(conf, LINK_WINDOW, DEFAULT_LIMITS.window),
+            queue=_size(conf, LINK_QUEUE, DEFAULT_LIMITS.queue),
+        ),
     )
+
+
+def _size(conf: Any, key: str, default: int) -> int:
+    """A size setting in bytes (Spark's notation; a bare number is bytes)."""
+    size = int(conf.getSizeAsBytes(key, str(default)))
+    if size < 1:
+        raise ValueError(f"{key} must be at least 1 byte, got {conf.get(key)!r}")
+    return size

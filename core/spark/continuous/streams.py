@@ -2,11 +2,13 @@
 
 Every pair of members shares one TCP connection, full duplex. A link (one upstream processor to
 one downstream processor of an edge) that crosses members is a stream on it with Jet's flow
-control: the sender may be at most `window` entries ahead of what the receiver has moved into the
-downstream processor's queue, and the receiver acknowledges what it moved. A receiver therefore
-always reads its socket to the end (what arrives is bounded by the windows), so a full queue on
-one link never stops another link of the same connection: barrier alignment and edge priorities
-work exactly as between two queues of one member. Memory per link is bounded by its window.
+control (flow.py): the sender may be at most a window of entries and of estimated bytes ahead of
+what the receiver has moved into the downstream processor's queue, the receiver moves entries
+into that queue within its room in entries and in estimated bytes, and it acknowledges what it
+moved. A receiver therefore always reads its socket to the end (what arrives is bounded by the
+windows), so a full queue on one link never stops another link of the same connection: barrier
+alignment and edge priorities work exactly as between two queues of one member. Memory per link
+is bounded by its window and its queue, in entries and in bytes, whatever the items' size.
 
 Items are batched for throughput and flushed for latency: what the upstream processors pushed
 during one round of the member's cooperative loop leaves as one frame per link at the end of the
@@ -37,6 +39,7 @@ from jetspark.core.runtime.queue import DONE_ITEM, Queue
 from jetspark.core.runtime.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, Tasklet
 from jetspark.core.runtime.wakeup import Wakeup
 from jetspark.core.serialization import decode_batch, encode_batch
+from jetspark.core.spark.continuous.flow import DEFAULT_LIMITS, ByteLimits, SendWindow, queue_room
 from jetspark.core.spark.continuous.frames import ForgedFrameError, Frames
 
 _HEADER = struct.Struct("<IBiiiI")
@@ -63,39 +66,41 @@ def link_key(link: Link) -> LinkKey:
 
 
 class StreamChannel:
-    """The sending end of one link: a `Channel` whose room is the link's unacknowledged window.
+    """The sending end of one link: a `Channel` whose room is the link's unacknowledged window
+    (`SendWindow`, in entries and in estimated bytes).
 
     The upstream processor pushes from its own thread when it is non-cooperative, so pushes only
     append to a deque; the member's stream tasklet frames them (`frame_into`) on its thread.
     """
 
-    __slots__ = ("_pending", "acked", "bytes", "done", "entries", "key", "sent", "window")
+    __slots__ = ("_pending", "bytes", "done", "entries", "flow", "key")
 
-    def __init__(self, link: Link) -> None:
+    def __init__(self, link: Link, limits: ByteLimits) -> None:
         self.key = link_key(link)
         self._pending: deque[Any] = deque()
-        self.window = WINDOW_QUEUES * link.edge.queue_size
-        self.sent = 0
-        """Entries pushed (items and control entries); written by the upstream only."""
-        self.acked = 0
-        """Entries the receiver moved into the downstream queue; written by the stream only."""
+        self.flow = SendWindow(WINDOW_QUEUES * link.edge.queue_size, limits.window)
         self.done = False
         """True once DONE_ITEM was pushed."""
         self.entries = 0
         self.bytes = 0
 
+    @property
+    def window(self) -> int:
+        """The window in entries."""
+        return self.flow.entries
+
     def room(self) -> int:
-        """The window less what is in flight."""
-        return self.window - self.sent + self.acked
+        """The window less what is in flight, in entries and in estimated bytes."""
+        return self.flow.room()
 
     def push(self, chunk: list[Any]) -> None:
         """Queues `chunk` for the frame this link sends at the end of the round."""
-        self.sent += len(chunk)
+        self.flow.pushed(len(chunk))
         self._pending.append(chunk)
 
     def push_control(self, entry: Any) -> None:
         """Queues the watermark, barrier or end of the link, in order with the items."""
-        self.sent += 1
+        self.flow.pushed(1)
         self._pending.append(entry)
         if entry is DONE_ITEM:
             self.done = True
@@ -119,7 +124,7 @@ class StreamChannel:
     @property
     def finished(self) -> bool:
         """True once the link ended and the receiver took everything."""
-        return self.done and self.acked == self.sent and not self._pending
+        return self.done and self.flow.idle and not self._pending
 
     def _data_frame(self, out: bytearray, items: list[Any]) -> None:
         if items:
@@ -132,12 +137,13 @@ class StreamChannel:
         out += _HEADER.pack(len(body), kind, edge, upstream, downstream, count)
         out += body
         self.entries += count
+        self.flow.framed(count, len(body), items=kind == DATA)
 
 
 class _Inbound:
     """The receiving end of one link: entries waiting for room in the downstream queue."""
 
-    __slots__ = ("done", "moved", "pending", "queue")
+    __slots__ = ("done", "item_bytes", "moved", "pending", "queue")
 
     def __init__(self, queue: Queue) -> None:
         self.queue = queue
@@ -145,6 +151,8 @@ class _Inbound:
         self.moved = 0
         """Entries moved into the queue and not acknowledged yet."""
         self.done = False
+        self.item_bytes = 1
+        """Encoded bytes per item of the last data frame: the estimate of what the queue holds."""
 
 
 class PeerStream:
@@ -163,10 +171,12 @@ class PeerStream:
         connection: socket.socket,
         frames: Frames,
         on_done: Callable[[socket.socket], None] = lambda connection: None,
+        limits: ByteLimits = DEFAULT_LIMITS,
     ) -> None:
         self.name = f"stream member {member} <-> member {peer}"
         self.peer = peer
         self._on_done = on_done
+        self._limits = limits
         self._socket = connection
         self._frames = frames
         self._out = bytearray()
@@ -183,7 +193,7 @@ class PeerStream:
 
     def channel(self, link: Link) -> StreamChannel:
         """The sending end of a link from this member to the peer."""
-        channel = StreamChannel(link)
+        channel = StreamChannel(link, self._limits)
         self.channels.append(channel)
         self._channels_by_key[link_key(link)] = channel
         return channel
@@ -290,7 +300,7 @@ class PeerStream:
                     break
                 key = (edge, upstream, downstream)
                 if kind == ACK:
-                    self._channels_by_key[key].acked += count
+                    self._channels_by_key[key].flow.acknowledged(count)
                 else:
                     body = bytes(view[position + header : end])
                     self._accept(key, kind, body)
@@ -302,7 +312,9 @@ class PeerStream:
     def _accept(self, key: LinkKey, kind: int, body: bytes) -> None:
         inbound = self.inbound[key]
         if kind == DATA:
-            inbound.pending.append(decode_batch(body))
+            items = decode_batch(body)
+            inbound.item_bytes = max(1, len(body) // len(items))
+            inbound.pending.append(items)
         elif body == _DONE_MARK:
             inbound.pending.append(DONE_ITEM)
         else:
@@ -310,12 +322,13 @@ class PeerStream:
 
     def _deliver(self) -> bool:
         moved_any = False
+        limit = self._limits.queue
         for key, inbound in self.inbound.items():
             pending, queue = inbound.pending, inbound.queue
             while pending:
                 entry = pending[0]
                 if type(entry) is list:
-                    room = queue.room()
+                    room = queue_room(queue, inbound.item_bytes, limit)
                     if room < len(entry):  # a frame may hold up to the window: what fits goes
                         if room > 0:
                             queue.push(entry[:room])
@@ -359,14 +372,17 @@ class StreamExchange:
     """The exchange of a member's task in a continuous job: one PeerStream per other member."""
 
     def __init__(
-        self, member: int, connections: Mapping[int, tuple[socket.socket, Frames]]
+        self,
+        member: int,
+        connections: Mapping[int, tuple[socket.socket, Frames]],
+        limits: ByteLimits = DEFAULT_LIMITS,
     ) -> None:
         self.member = member
         self._selector = selectors.DefaultSelector()
         for connection, _ in connections.values():
             self._selector.register(connection, selectors.EVENT_READ)
         self.peers = {
-            peer: PeerStream(member, peer, connection, frames, self._unwatch)
+            peer: PeerStream(member, peer, connection, frames, self._unwatch, limits)
             for peer, (connection, frames) in connections.items()
         }
 
