@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from jetspark.core.spark.continuous.frames import (
     derive_keys,
     handshake,
 )
+from jetspark.core.spark.continuous.security import job_certificate
 
 KEY = b"d" * 32
 
@@ -108,8 +110,11 @@ def test_the_same_greetings_under_another_attempt_or_job_give_other_keys(
     assert ours[0] != ours[1]  # each direction its own key: no reflection
 
 
-def _against(peer: Callable[[socket.socket], None]) -> BaseException:
-    """What a handshake of the acceptor raises against an initiator that does `peer`."""
+def _against(
+    peer: Callable[[socket.socket], None], tls: ssl.SSLContext | None = None
+) -> BaseException:
+    """What a handshake of the acceptor (over TLS with `tls`) raises against an initiator that
+    does `peer`."""
     with socket.create_server(("127.0.0.1", 0)) as server:
         initiator = socket.create_connection(server.getsockname())
         acceptor, _ = server.accept()
@@ -117,7 +122,7 @@ def _against(peer: Callable[[socket.socket], None]) -> BaseException:
     thread.start()
     try:
         with pytest.raises(ConnectionError) as refused:
-            handshake(acceptor, SECRET, "control", -1, initiator=False, seconds=1.0)
+            handshake(acceptor, SECRET, "control", -1, initiator=False, seconds=1.0, tls=tls)
         return refused.value
     finally:
         thread.join()
@@ -148,3 +153,47 @@ def test_a_peer_that_closes_sends_garbage_or_stays_silent_is_refused() -> None:
     assert "does not speak jetspark's protocol" in str(_against(garbage))
     refused = _against(silent)
     assert isinstance(refused, HandshakeError) and "did not prove the key" in str(refused)
+
+
+# ------------------------------------------------------------------------------------- TLS
+
+TLS = job_certificate()
+
+
+def test_over_tls_what_one_end_seals_the_other_opens_and_the_wire_hides_it() -> None:
+    (left, left_frames), (right, right_frames) = proven_pair(tls=TLS)
+    try:
+        assert left_frames.encrypted and right_frames.encrypted
+        marker = b"MARKER-a1b2c3" * 1000
+        wire = bytearray()
+        left_frames.seal(marker, wire)
+        assert b"MARKER-a1b2c3" not in wire
+        left.sendall(wire)
+        received = bytearray(right_frames.early)
+        while len(received) < len(marker):
+            right_frames.open(right.recv(1 << 16), received)
+        assert received == marker
+        back = bytearray()
+        right_frames.seal(b"and back", back)
+        right.sendall(back)
+        opened = bytearray(left_frames.early)
+        while not opened:
+            left_frames.open(left.recv(1 << 16), opened)
+        assert opened == b"and back"
+    finally:
+        left.close()
+        right.close()
+
+
+def test_a_tls_peer_with_another_certificate_or_without_tls_is_refused() -> None:
+    def other_certificate(connection: socket.socket) -> None:
+        with contextlib.suppress(ConnectionError):
+            handshake(connection, SECRET, "control", 0, True, 1.0, job_certificate().context(False))
+
+    def plain(connection: socket.socket) -> None:
+        with contextlib.suppress(ConnectionError):
+            handshake(connection, SECRET, "control", 0, initiator=True, seconds=1.0)
+
+    for peer in (other_certificate, plain):
+        refused = _against(peer, tls=TLS.context(server_side=True))
+        assert isinstance(refused, HandshakeError) and "TLS with" in str(refused)

@@ -15,6 +15,7 @@ from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
+from spark_conf import configured
 
 from jetspark.core import ExecutionMode, JobConfig, JobFailedError
 from jetspark.core.spark.continuous.settings import COORDINATOR_PORT, MEMBER_PORT, PORT_RETRIES
@@ -33,21 +34,9 @@ def engine(spark_engine: Any) -> Any:
     return engine
 
 
-@contextlib.contextmanager
-def _configured(engine: Any, **settings: str) -> Iterator[None]:
+def _configured(engine: Any, **settings: str) -> contextlib.AbstractContextManager[None]:
     """The engine's context with `settings` (keys with dots) for the block, then as before."""
-    conf = engine.context._jsc.sc().conf()
-    before = {key: conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                conf.remove(key)
-            else:
-                conf.set(key, value)
+    return configured(engine.context, settings)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@
 connection, 100 MB of garbage, a replayed captured handshake and a forged frame of a valid
 length, on the driver's coordinator and on every member's listener, leave the job running: it
 completes exactly, with 0 restarts, the driver's memory does not grow with the garbage, and no
-thread or connection of the job outlives it.
+thread or connection of the job outlives it; with and without TLS.
 
 The members' listeners are open only while the members connect to each other, so the test holds
 the coordinator's answer to the members' hellos (they listen by then) until every attack has
@@ -20,10 +20,11 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from spark_conf import configured, free_ports
 
 from jetspark.core import (
     DAG,
@@ -35,6 +36,11 @@ from jetspark.core import (
 )
 from jetspark.core.spark.continuous.coordinator import ContinuousCoordinator
 from jetspark.core.spark.continuous.frames import MAGIC, NONCE_BYTES
+from jetspark.core.spark.continuous.security import (
+    AUTHENTICATE,
+    AUTHENTICATE_SECRET,
+    NETWORK_CRYPTO,
+)
 from jetspark.core.spark.continuous.settings import COORDINATOR_PORT, MEMBER_PORT, PORT_RETRIES
 from jetspark.edges import between
 from jetspark.processors import write_list_p
@@ -142,10 +148,14 @@ def _greeting() -> bytes:
 
 
 def _captured(address: tuple[str, int]) -> bytes:
-    """The greeting and the proof a listener of the job sends a stranger that greeted it."""
+    """The greeting and the proof a listener of the job sends a stranger that greeted it (over
+    TLS: what it sends before it drops a stranger that does not speak TLS)."""
     with socket.create_connection(address) as connection:
         connection.sendall(_greeting())
-        return _read(connection, _GREETING.size + _PROOF_BYTES)
+        try:
+            return _read(connection, _GREETING.size + _PROOF_BYTES)
+        except ConnectionError:
+            return b"jetspark"
 
 
 def _read(connection: socket.socket, size: int) -> bytes:
@@ -214,20 +224,6 @@ class Attacker:
         assert not self.errors, self.errors
 
 
-def _free_ports(count: int) -> int:
-    """The first of `count` consecutive ports of 127.0.0.1 that are free now."""
-    while True:
-        with socket.create_server(("127.0.0.1", 0)) as first:
-            base = first.getsockname()[1]
-        try:
-            with contextlib.ExitStack() as stack:
-                for port in range(base, base + count):
-                    stack.enter_context(socket.create_server(("127.0.0.1", port)))
-            return base
-        except OSError:
-            continue
-
-
 def _rss_kib(field: str) -> int:
     with open("/proc/self/status") as status:
         for line in status:
@@ -240,23 +236,13 @@ def _job_threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if t.name.startswith("jetspark-")}
 
 
-@contextlib.contextmanager
-def _configured(context: Any, settings: dict[str, str]) -> Iterator[None]:
-    conf = context._jsc.sc().conf()
-    before = {key: conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                conf.remove(key)
-            else:
-                conf.set(key, value)
-
-
+@pytest.mark.parametrize(
+    "security",
+    [{}, {NETWORK_CRYPTO: "true", AUTHENTICATE: "true", AUTHENTICATE_SECRET: "spark's"}],
+    ids=["authenticated", "encrypted"],
+)
 def test_strangers_on_every_listener_leave_the_job_running_exactly(
+    security: dict[str, str],
     spark_engine: Any,
     tmp_path: Any,
     monkeypatch: pytest.MonkeyPatch,
@@ -265,7 +251,7 @@ def test_strangers_on_every_listener_leave_the_job_running_exactly(
     from jetspark.core.spark import SparkEngine
 
     engine = SparkEngine(spark_engine.context, members=2)
-    coordinator_port, member_port = _free_ports(1), _free_ports(2)
+    coordinator_port, member_port = free_ports(1), free_ports(2)
     hellos = threading.Semaphore(0)
     answer = threading.Event()
     hello = ContinuousCoordinator._hello
@@ -290,6 +276,7 @@ def test_strangers_on_every_listener_leave_the_job_running_exactly(
         COORDINATOR_PORT: str(coordinator_port),
         MEMBER_PORT: str(member_port),
         PORT_RETRIES: "1",
+        **security,
     }
     threads_before = _job_threads()
     with open("/proc/self/clear_refs", "w") as clear:
@@ -299,7 +286,7 @@ def test_strangers_on_every_listener_leave_the_job_running_exactly(
     coordinator = ("127.0.0.1", coordinator_port)
     members = [("127.0.0.1", member_port), ("127.0.0.1", member_port + 1)]
     with (
-        _configured(engine.context, settings),
+        configured(engine.context, settings),
         caplog.at_level(logging.WARNING, "jetspark.spark"),
     ):
         job = engine.new_job(

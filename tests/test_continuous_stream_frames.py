@@ -21,6 +21,7 @@ from jetspark.core import DAG, JobConfig
 from jetspark.core.runtime.exchange import Link
 from jetspark.core.runtime.plan import plan_job
 from jetspark.core.runtime.queue import Queue
+from jetspark.core.spark.continuous.security import job_certificate
 from jetspark.core.spark.continuous.streams import PeerStream
 from jetspark.edges import EdgeConfig, between
 from jetspark.processors import noop_p
@@ -39,10 +40,11 @@ def link() -> Link:
     return Link(plan_job(dag, JobConfig(), 2, 1).edges[0], 0, 1)
 
 
-@pytest.fixture
-def streams() -> Iterator[tuple[PeerStream, PeerStream]]:
-    """Member 0's and member 1's streams to each other, over a proven loopback connection."""
-    (left, left_frames), (right, right_frames) = proven_pair()
+@pytest.fixture(params=[None, job_certificate()], ids=["plain", "tls"])
+def streams(request: pytest.FixtureRequest) -> Iterator[tuple[PeerStream, PeerStream]]:
+    """Member 0's and member 1's streams to each other, over a proven loopback connection
+    (over TLS, too)."""
+    (left, left_frames), (right, right_frames) = proven_pair(tls=request.param)
     for end in (left, right):
         end.setblocking(False)
     yield PeerStream(0, 1, left, left_frames), PeerStream(1, 0, right, right_frames)

@@ -81,7 +81,7 @@ class ControlConnection:
         self._frames = frames
         self._socket = connection
         self._send_lock = threading.Lock()
-        self._received = bytearray()
+        self._received = bytearray(frames.early)
         self._liveness = liveness
         self._closed = threading.Event()
         self.peer = frames.peer
@@ -96,7 +96,7 @@ class ControlConnection:
         body = pickle.dumps((kind, payload), protocol=5)
         frame = bytearray()
         with self._send_lock:
-            self._frames.sealer.seal(_LENGTH.pack(len(body)) + body, frame)
+            self._frames.seal(_LENGTH.pack(len(body)) + body, frame)
             self._socket.sendall(frame)
 
     def receive(self) -> tuple[str, Any] | None:
@@ -126,7 +126,7 @@ class ControlConnection:
                 return None
             if not chunk:
                 return None
-            self._frames.opener.feed(chunk, received)
+            self._frames.open(chunk, received)
         data = bytes(received[:size])
         del received[:size]
         return data

@@ -44,9 +44,9 @@ from jetspark.core.spark.continuous.frames import (
     DRIVER,
     ForgedFrameError,
     Frames,
-    handshake,
 )
 from jetspark.core.spark.continuous.member import Welcome
+from jetspark.core.spark.continuous.security import ChannelSecurity
 from jetspark.core.spark.continuous.settings import ContinuousSettings
 from jetspark.core.spark.continuous.sockets import Gate, listen
 from jetspark.core.spark.metrics import merge_metrics
@@ -96,7 +96,7 @@ class ContinuousCoordinator:
         store: DirectorySnapshotStore | None,
         restore_from: Snapshot | None,
         settings: ContinuousSettings,
-        key: bytes,
+        security: ChannelSecurity,
         max_restarts: int,
     ) -> None:
         self._job_name = job_name
@@ -149,7 +149,7 @@ class ContinuousCoordinator:
         self._gate = Gate(
             server,
             f"{job_name}'s coordinator",
-            lambda connection: handshake(connection, key, CONTROL, DRIVER, initiator=False),
+            lambda connection: security.handshake(connection, CONTROL, DRIVER, initiator=False),
             self._admitted,
         )
         if store is not None:

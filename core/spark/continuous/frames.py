@@ -11,18 +11,25 @@ the length and the body. A frame is checked (in constant time) before a byte of 
 handed on, so nothing unauthenticated is ever unpickled or decoded; a frame from another
 connection, attempt or job, a reordered or replayed one, a tampered byte all fail the check.
 
-Before the peer proved the key it gets a small fixed budget: the handshake reads exactly two
-short messages within HANDSHAKE_SECONDS. After it, a frame's length is bounded by FRAME_BYTES,
-so at most one frame waits for its tag unchecked.
+Before the peer proved the key it gets a small fixed budget: HANDSHAKE_BYTES within
+HANDSHAKE_SECONDS. After it, a frame's length is bounded by FRAME_BYTES, so at most one frame
+waits for its tag unchecked.
+
+With a TLS context, the connection first sets up TLS (Python's ssl over memory buffers, the
+socket staying a plain one) and all of the above runs inside it: the frames' keys never depend
+on TLS, which adds confidentiality.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import secrets
 import socket
+import ssl
 import struct
+import threading
 import time
 
 MAGIC = b"jetspk01"
@@ -32,6 +39,8 @@ FRAME_BYTES = 1 << 20
 """The longest body of one frame: longer writes go as several frames."""
 HANDSHAKE_SECONDS = 15.0
 """How long a peer that has not proven the key may take to do so."""
+HANDSHAKE_BYTES = 64 << 10
+"""How much a peer that has not proven the key may send (TLS's handshake included)."""
 CONTROL = "control"
 """The purpose of the control connections (a member stream's is the job's epoch)."""
 DRIVER = -1
@@ -41,6 +50,8 @@ _GREETING = struct.Struct(f"<{len(MAGIC)}s{NONCE_BYTES}si")
 _HEAD = struct.Struct(f"<I{TAG_BYTES}s")
 _SEQUENCE = struct.Struct("<QI")
 _LABEL = b"jetspark frames v1"
+_READ_BYTES = 1 << 18
+_HANDSHAKE_READ = 1 << 12
 
 
 class ForgedFrameError(ConnectionError):
@@ -142,19 +153,84 @@ def derive_keys(
     return first, second
 
 
-class Frames:
-    """Both directions of one connection after its handshake."""
+class _Tls:
+    """TLS over memory buffers: the socket stays a plain one (so closing it from another
+    thread interrupts whatever waits on it, and non-blocking reads need no TLS states), and
+    both directions may be used from different threads."""
 
-    def __init__(self, sealer: Sealer, opener: Opener, peer_identity: int) -> None:
+    def __init__(self, tls: ssl.SSLObject, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO):
+        self._tls = tls
+        self._incoming = incoming
+        self._outgoing = outgoing
+        self._lock = threading.Lock()
+
+    def encrypt(self, plain: bytes | bytearray, out: bytearray) -> None:
+        """Appends the TLS records of `plain` (and anything else TLS has to send) to `out`."""
+        with self._lock:
+            if plain:
+                self._tls.write(plain)
+            out += self._outgoing.read()
+
+    def decrypt(self, data: bytes | bytearray | memoryview, out: bytearray, peer: str) -> None:
+        """Appends to `out` what the TLS records of `data` complete."""
+        with self._lock:
+            self._incoming.write(data)
+            while True:
+                try:
+                    chunk = self._tls.read(_READ_BYTES)
+                except ssl.SSLWantReadError:
+                    return
+                except ssl.SSLZeroReturnError:
+                    return  # the peer ended TLS: the connection's end says the rest
+                except ssl.SSLError as error:
+                    raise ForgedFrameError(f"TLS from {peer} failed: {error}") from None
+                if not chunk:
+                    return
+                out += chunk
+
+
+class Frames:
+    """Both directions of one connection after its handshake: `seal` what goes out, `open`
+    what comes in (the caller serializes each direction)."""
+
+    def __init__(
+        self, sealer: Sealer, opener: Opener, peer_identity: int, tls: _Tls | None, early: bytes
+    ) -> None:
         self.sealer = sealer
         self.opener = opener
+        self._tls = tls
         self.peer_identity = peer_identity
         """What the peer said it is (a member index; -1 for the driver), proven with the key."""
+        self.early = early
+        """Authenticated bytes that arrived with the handshake: the first the reader takes."""
 
     @property
     def peer(self) -> str:
         """The peer's address, for messages."""
         return self.opener.peer
+
+    @property
+    def encrypted(self) -> bool:
+        """True when the connection runs over TLS."""
+        return self._tls is not None
+
+    def seal(self, data: bytes | bytearray | memoryview, out: bytearray) -> None:
+        """Appends to `out` the bytes that carry `data` to the peer."""
+        if self._tls is None:
+            self.sealer.seal(data, out)
+            return
+        frames = bytearray()
+        self.sealer.seal(data, frames)
+        self._tls.encrypt(frames, out)
+
+    def open(self, data: bytes | bytearray | memoryview, out: bytearray) -> None:
+        """Appends to `out` the authenticated bytes `data` completes (ForgedFrameError when a
+        frame fails: the connection is then unusable)."""
+        if self._tls is not None:
+            plain = bytearray()
+            self._tls.decrypt(data, plain, self.peer)
+            data = plain
+        self.opener.feed(data, out)
 
 
 def address_of(connection: socket.socket) -> str:
@@ -173,46 +249,109 @@ def handshake(
     identity: int,
     initiator: bool,
     seconds: float = HANDSHAKE_SECONDS,
+    tls: ssl.SSLContext | None = None,
 ) -> Frames:
     """Greets the peer on `connection` (blocking) and proves the key both ways within
-    `seconds`; the connection's Frames. HandshakeError when the peer closes, stays silent or
-    sends anything else; ForgedFrameError when it does not hold the key."""
-    deadline = time.monotonic() + seconds
-    peer = address_of(connection)
+    `seconds` and HANDSHAKE_BYTES read, first setting up TLS with `tls` when given; the
+    connection's Frames. HandshakeError when the peer closes, stays silent or sends anything
+    else; ForgedFrameError when it does not hold the key."""
+    stranger = _Stranger(connection, time.monotonic() + seconds)
+    if tls is not None:
+        stranger.start_tls(tls, server_side=not initiator)
     own = _GREETING.pack(MAGIC, secrets.token_bytes(NONCE_BYTES), identity)
-    connection.settimeout(seconds)
-    connection.sendall(own)
-    theirs = _receive_exactly(connection, _GREETING.size, deadline, peer)
+    stranger.send(own)
+    theirs = stranger.take(_GREETING.size)
     magic, _, peer_identity = _GREETING.unpack(theirs)
     if magic != MAGIC:
-        raise HandshakeError(f"{peer} does not speak jetspark's protocol")
+        raise HandshakeError(f"{stranger.peer} does not speak jetspark's protocol")
     if initiator:
         send_key, receive_key = derive_keys(secret, purpose, own, theirs)
     else:
         receive_key, send_key = derive_keys(secret, purpose, theirs, own)
-    sealer, opener = Sealer(send_key), Opener(receive_key, peer)
+    sealer, opener = Sealer(send_key), Opener(receive_key, stranger.peer)
     proof = bytearray()
     sealer.seal(b"", proof)
-    connection.sendall(proof)
-    rest = bytearray()
-    if opener.feed(_receive_exactly(connection, _HEAD.size, deadline, peer), rest) != 1:
-        raise HandshakeError(f"{peer} does not speak jetspark's protocol")
+    stranger.send(proof)
+    if opener.feed(stranger.take(_HEAD.size), bytearray()) != 1:
+        raise HandshakeError(f"{stranger.peer} does not speak jetspark's protocol")
+    early = bytearray()
+    opener.feed(stranger.rest(), early)
     connection.settimeout(None)
-    return Frames(sealer, opener, peer_identity)
+    return Frames(sealer, opener, peer_identity, stranger.tls, bytes(early))
 
 
-def _receive_exactly(connection: socket.socket, size: int, deadline: float, peer: str) -> bytes:
-    received = bytearray()
-    while len(received) < size:
-        remaining = deadline - time.monotonic()
+class _Stranger:
+    """A peer that has not proven the key yet: every read is bounded by the handshake's
+    deadline and, all together, by HANDSHAKE_BYTES."""
+
+    def __init__(self, connection: socket.socket, deadline: float) -> None:
+        self._connection = connection
+        self._deadline = deadline
+        self._budget = HANDSHAKE_BYTES
+        self._plain = bytearray()
+        self.tls: _Tls | None = None
+        self.peer = address_of(connection)
+
+    def start_tls(self, context: ssl.SSLContext, server_side: bool) -> None:
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = context.wrap_bio(incoming, outgoing, server_side=server_side)
+        while True:
+            try:
+                tls.do_handshake()
+                done = True
+            except ssl.SSLWantReadError:
+                done = False
+            except ssl.SSLError as error:
+                with contextlib.suppress(OSError):  # the alert saying why, if any
+                    self._connection.sendall(outgoing.read())
+                raise HandshakeError(f"TLS with {self.peer} failed: {error}") from None
+            if outgoing.pending:
+                self._connection.sendall(outgoing.read())
+            if done:
+                break
+            incoming.write(self._receive())
+        self.tls = _Tls(tls, incoming, outgoing)
+        self._plain = bytearray()
+        self.tls.decrypt(b"", self._plain, self.peer)  # what came with the last handshake bytes
+
+    def send(self, data: bytes | bytearray) -> None:
+        if self.tls is None:
+            self._connection.sendall(data)
+            return
+        wire = bytearray()
+        self.tls.encrypt(data, wire)
+        self._connection.sendall(wire)
+
+    def take(self, size: int) -> bytes:
+        """The next `size` bytes from the peer (decrypted)."""
+        while len(self._plain) < size:
+            data = self._receive()
+            if self.tls is None:
+                self._plain += data
+            else:
+                self.tls.decrypt(data, self._plain, self.peer)
+        taken = bytes(self._plain[:size])
+        del self._plain[:size]
+        return taken
+
+    def rest(self) -> bytes:
+        """What arrived beyond what was taken."""
+        return bytes(self._plain)
+
+    def _receive(self) -> bytes:
+        remaining = self._deadline - time.monotonic()
         if remaining <= 0:
-            raise HandshakeError(f"{peer} did not prove the key in time")
-        connection.settimeout(remaining)
+            raise HandshakeError(f"{self.peer} did not prove the key in time")
+        if self._budget <= 0:
+            raise HandshakeError(
+                f"{self.peer} sent {HANDSHAKE_BYTES} bytes without proving the key"
+            )
+        self._connection.settimeout(remaining)
         try:
-            chunk = connection.recv(size - len(received))
+            chunk = self._connection.recv(min(self._budget, _HANDSHAKE_READ))
         except TimeoutError:
-            raise HandshakeError(f"{peer} did not prove the key in time") from None
+            raise HandshakeError(f"{self.peer} did not prove the key in time") from None
         if not chunk:
-            raise HandshakeError(f"{peer} closed the connection before proving the key")
-        received += chunk
-    return bytes(received)
+            raise HandshakeError(f"{self.peer} closed the connection before proving the key")
+        self._budget -= len(chunk)
+        return chunk

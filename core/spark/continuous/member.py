@@ -37,7 +37,8 @@ from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.snapshot_store import DirectorySnapshotStore, held_by
 from jetspark.core.spark.continuous import control
 from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError
-from jetspark.core.spark.continuous.frames import CONTROL, DRIVER, Frames, handshake
+from jetspark.core.spark.continuous.frames import CONTROL, DRIVER, Frames
+from jetspark.core.spark.continuous.security import ChannelSecurity
 from jetspark.core.spark.continuous.settings import ContinuousSettings
 from jetspark.core.spark.continuous.sockets import Gate, connect, listen
 from jetspark.core.spark.continuous.streams import StreamExchange
@@ -234,8 +235,8 @@ class MemberTask:
     """The coordinator's address."""
     token: str
     """Names the run (a Spark stage attempt of it adds its number)."""
-    key: bytes
-    """The run's secret: authenticates control messages and the members' connections."""
+    security: ChannelSecurity
+    """The job's secret and TLS material: secure control and the members' connections."""
     store: DirectorySnapshotStore | None
     settings: ContinuousSettings
     """Heartbeats with the driver, ports (settings.py)."""
@@ -274,7 +275,7 @@ class MemberTask:
                 settings.liveness.timeout,
                 who,
                 "the driver's coordinator",
-                self.key,
+                self.security,
                 CONTROL,
                 member,
                 DRIVER,
@@ -287,7 +288,7 @@ class MemberTask:
             threading.Thread(target=state.read, name="jetspark-control", daemon=True).start()
             addresses = [address for _, address in gathered]
             peers = connect_members(
-                listener, addresses, member, self.key, welcome.epoch, settings.liveness.timeout
+                listener, addresses, member, self.security, welcome.epoch, settings.liveness.timeout
             )
             exchange = StreamExchange(member, peers, settings.links)
             self._run(member, welcome, state, exchange, cancel)
@@ -376,7 +377,7 @@ def connect_members(
     listener: socket.socket,
     addresses: list[str],
     member: int,
-    key: bytes,
+    security: ChannelSecurity,
     epoch: str,
     timeout: float,
 ) -> dict[int, tuple[socket.socket, Frames]]:
@@ -391,7 +392,7 @@ def connect_members(
     gate = Gate(
         listener,
         f"member {member}",
-        lambda connection: handshake(connection, key, purpose, member, initiator=False),
+        lambda connection: security.handshake(connection, purpose, member, initiator=False),
         lambda connection, frames: arrived.put((connection, frames)),
     )
     try:
@@ -399,7 +400,14 @@ def connect_members(
         for peer in range(member + 1, len(addresses)):
             peer_host, port = addresses[peer].rsplit(":", 1)
             connections[peer] = connect_proven(
-                (peer_host, int(port)), timeout, who, f"member {peer}", key, purpose, member, peer
+                (peer_host, int(port)),
+                timeout,
+                who,
+                f"member {peer}",
+                security,
+                purpose,
+                member,
+                peer,
             )
         deadline = time.monotonic() + ACCEPT_SECONDS
         while len(connections) < len(addresses) - 1:
@@ -437,16 +445,16 @@ def connect_proven(
     timeout: float,
     who: str,
     what: str,
-    key: bytes,
+    security: ChannelSecurity,
     purpose: str,
     identity: int,
     expected: int,
 ) -> tuple[socket.socket, Frames]:
     """A connection from `who` to `what` at `address` whose handshake for `purpose` proved
-    both ends hold `key`, and whose peer says it is `expected`."""
+    both ends hold the job's secret, and whose peer says it is `expected`."""
     connection = connect(address, timeout, who, what)
     try:
-        frames = handshake(connection, key, purpose, identity, initiator=True)
+        frames = security.handshake(connection, purpose, identity, initiator=True)
         if frames.peer_identity != expected:
             raise ConnectionError(
                 f"{who} expected {what} at {frames.peer}, which says it is {frames.peer_identity}"

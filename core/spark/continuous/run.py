@@ -30,6 +30,7 @@ from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot
 from jetspark.core.spark.continuous.coordinator import ContinuousCoordinator
 from jetspark.core.spark.continuous.member import MemberTask
 from jetspark.core.spark.continuous.restarts import members_for_restart
+from jetspark.core.spark.continuous.security import security_of
 from jetspark.core.spark.continuous.settings import RESTART_SLOT_WAIT, settings_of
 from jetspark.core.spark.continuous.streams import PeerLostError
 from jetspark.core.spark.failed_tasks import failed_member, spark_reason
@@ -63,7 +64,7 @@ def run_continuous_job(
         plan = plan_job(dag, config, engine.members, engine.default_local_parallelism)
         restore = held_in(store, restore_from) if store is not None else None
         shipped = context.broadcast(shipped_contents(dag, engine.stores))
-        key = secrets.token_bytes(32)
+        security = security_of(context)
         settings = settings_of(context)
         coordinator = ContinuousCoordinator(
             job.name,
@@ -73,7 +74,7 @@ def run_continuous_job(
             store,
             restore,
             settings,
-            key,
+            security,
             config.max_restarts,
         )
         job.read_metrics_live(coordinator.metrics)
@@ -82,7 +83,7 @@ def run_continuous_job(
         while True:
             token = secrets.token_hex(8)
             coordinator.begin_run(token)
-            task = MemberTask(plan, coordinator.address, token, key, store, settings, shipped)
+            task = MemberTask(plan, coordinator.address, token, security, store, settings, shipped)
             context.setJobGroup(
                 job.group,
                 f"jetspark {name}: continuous, {plan.member_count} members",

@@ -183,7 +183,9 @@ class PeerStream:
         """What this round wrote, not sealed yet."""
         self._wire = bytearray()
         """Sealed frames not sent yet."""
-        self._in = bytearray()
+        self._in = bytearray(frames.early)
+        self._unparsed = bool(frames.early)
+        """True while `_in` holds what the handshake brought and nothing parsed it yet."""
         self.channels: list[StreamChannel] = []
         self.inbound: dict[LinkKey, _Inbound] = {}
         self._channels_by_key: dict[LinkKey, StreamChannel] = {}
@@ -231,7 +233,7 @@ class PeerStream:
         if self._deliver():
             progress = MADE_PROGRESS
         if self._out:
-            self._frames.sealer.seal(self._out, self._wire)
+            self._frames.seal(self._out, self._wire)
             self._out.clear()
         if self._wire and self._send():
             progress = MADE_PROGRESS
@@ -259,7 +261,7 @@ class PeerStream:
         return sent > 0
 
     def _receive(self) -> bool:
-        received = False
+        received, self._unparsed = self._unparsed, False
         while True:
             try:
                 data = self._socket.recv(_READ_BYTES)
@@ -274,7 +276,7 @@ class PeerStream:
                     break
                 raise self._lost(None)
             try:
-                self._frames.opener.feed(data, self._in)
+                self._frames.open(data, self._in)
             except ForgedFrameError as forged:
                 self.logger.warning("%s: %s; connection dropped", self.name, forged)
                 raise PeerLostError(f"the stream from member {self.peer}: {forged}") from None

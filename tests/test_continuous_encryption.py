@@ -1,0 +1,140 @@
+"""A continuous job encrypts its connections when Spark encrypts its own (issue #33): with
+`spark.network.crypto.enabled=true` and `spark.authenticate=true`, a marker the items carry never
+appears in the bytes tcpdump captures on the coordinator's and the members' ports; without them
+it does (the capture works). The job's results are exact either way. When Spark's SSL settings
+name PEM files, the job's TLS uses them.
+
+tcpdump captures on loopback (root, as CI runs; .ci/run installs tcpdump where missing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import fault_tolerance_jobs as jobs
+import pytest
+from spark_conf import configured, free_ports
+
+from jetspark.core import DAG, ExecutionMode, JobConfig
+from jetspark.core.spark.continuous.security import (
+    AUTHENTICATE,
+    AUTHENTICATE_SECRET,
+    NETWORK_CRYPTO,
+    SSL_RPC_ENABLED,
+    job_certificate,
+    security_of,
+)
+from jetspark.core.spark.continuous.settings import COORDINATOR_PORT, MEMBER_PORT, PORT_RETRIES
+from jetspark.edges import between
+from jetspark.processors import map_p, read_list_p, write_list_p
+
+pytestmark = pytest.mark.spark
+
+MARKER = "MARKER-7f3e9c1d"
+ITEMS = 500
+WAIT = 120.0
+
+
+@contextlib.contextmanager
+def _captured(ports: list[int], path: str) -> Iterator[None]:
+    """tcpdump on loopback, writing the packets of `ports` to `path`, for the block."""
+    expression = " or ".join(f"tcp port {port}" for port in ports)
+    capture = subprocess.Popen(
+        ["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-s", "0", "-w", path, expression],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert capture.stderr is not None
+        line = capture.stderr.readline()  # 'listening on lo, ...' once it captures
+        assert "listening on" in line, line
+        yield
+    finally:
+        capture.send_signal(signal.SIGINT)  # flushes the file
+        capture.wait(WAIT)
+
+
+def _marked(item: int) -> str:
+    return f"{MARKER} {item}"
+
+
+def _text(item: str) -> str:
+    return item
+
+
+def _run_capturing(spark_engine: Any, tmp_path: Any, settings: dict[str, str]) -> bytes:
+    """Runs a job whose items carry MARKER across both members under `settings`; what the
+    capture of its ports holds."""
+    from jetspark.core.spark import SparkEngine
+
+    engine = SparkEngine(spark_engine.context, members=2)
+    engine.get_list("in").extend(range(ITEMS))
+    coordinator_port, member_port = free_ports(1), free_ports(2)
+    dag = DAG("marked")
+    source = dag.new_vertex("source", read_list_p("in")).local_parallelism(1)
+    mark = dag.new_vertex("mark", map_p(_marked)).local_parallelism(1)
+    sink = dag.new_vertex("sink", write_list_p("marked")).local_parallelism(1)
+    dag.edge(between(source, mark))
+    dag.edge(between(mark, sink).distributed().partitioned(_text))  # half crosses members
+    ports = {
+        COORDINATOR_PORT: str(coordinator_port),
+        MEMBER_PORT: str(member_port),
+        PORT_RETRIES: "1",
+    }
+    path = str(tmp_path / f"capture-{len(settings)}.pcap")
+    with (
+        configured(engine.context, {**ports, **settings}),
+        _captured([coordinator_port, member_port, member_port + 1], path),
+    ):
+        engine.new_job(dag, JobConfig(execution_mode=ExecutionMode.CONTINUOUS)).join(WAIT)
+    assert sorted(engine.get_list("marked")) == sorted(_marked(n) for n in range(ITEMS))
+    with open(path, "rb") as capture:
+        return capture.read()
+
+
+@pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump is not installed")
+@pytest.mark.skipif(os.geteuid() != 0, reason="tcpdump needs root")
+def test_items_cross_the_wire_encrypted_when_spark_encrypts(
+    spark_engine: Any, tmp_path: Any
+) -> None:
+    plain = _run_capturing(spark_engine, tmp_path, {})
+    assert MARKER.encode() in plain
+    encrypted = _run_capturing(
+        spark_engine,
+        tmp_path,
+        {NETWORK_CRYPTO: "true", AUTHENTICATE: "true", AUTHENTICATE_SECRET: "spark's secret"},
+    )
+    assert len(encrypted) > 10_000  # the job's traffic was captured
+    assert MARKER.encode() not in encrypted
+
+
+def test_spark_s_own_pem_key_and_certificate_are_used_when_its_ssl_settings_name_them(
+    spark_engine: Any, tmp_path: Any
+) -> None:
+    from jetspark.core.spark import SparkEngine
+
+    material = job_certificate()
+    certificate, key = tmp_path / "chain.pem", tmp_path / "key.pem"
+    certificate.write_bytes(material.certificate or b"")
+    key.write_bytes(material.key or b"")
+    engine = SparkEngine(spark_engine.context, members=2)
+    engine.get_list("in").extend(range(ITEMS))
+    settings = {
+        SSL_RPC_ENABLED: "true",
+        "spark.ssl.rpc.privateKey": str(key),
+        "spark.ssl.rpc.certChain": str(certificate),
+    }
+    with configured(engine.context, settings):
+        tls = security_of(engine.context).tls
+        engine.new_job(jobs.copy_dag(), JobConfig(execution_mode=ExecutionMode.CONTINUOUS)).join(
+            WAIT
+        )
+    assert tls is not None and tls.certificate is None
+    assert (tls.certificate_path, tls.key_path) == (str(certificate), str(key))
+    assert sorted(engine.get_list("out")) == list(range(ITEMS))
