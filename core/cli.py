@@ -199,6 +199,13 @@ def _parser() -> argparse.ArgumentParser:
         help="start Spark once and save the driver JVM's class archive (later starts are faster)",
     )
     _add_cluster_command(commands)
+    commands.add_parser(
+        "submit",
+        add_help=False,
+        usage="jetspark [--verbose] submit [spark-submit's options] APP.py [ARGS]",
+        help="spark-submit without the JVM's start-up lines (spark-submit's arguments as they "
+        "are; with --verbose, Spark's log)",
+    ).add_argument("spark_submit_arguments", nargs=argparse.REMAINDER)
     snapshots = commands.add_parser(
         "snapshots",
         help="list the snapshots of a DirectorySnapshotStore, or show one snapshot's vertices",
@@ -297,9 +304,15 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
     """Runs one command; returns the exit code. `spark`: an existing SparkContext or
     SparkSession for `--engine spark` (tests share one), instead of creating a context.
     """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    verbose = arguments[:1] == ["--verbose"]
+    if arguments[verbose : verbose + 1] == ["submit"]:  # spark-submit's arguments, unparsed
+        from jetspark.core.spark.spark_submit import run_spark_submit
+
+        return run_spark_submit(arguments[verbose + 1 :], verbose=verbose)
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
         if getattr(args, "engine", None) == "local" and args.master:
             parser.error("--master applies to --engine spark only")
     except SystemExit as exit_:

@@ -243,15 +243,24 @@ def _submitted_context(
         conf.set(key, value)
     os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python") or sys.executable)
     quiet = not (verbose or own_logging)
-    if quiet and not conf.contains("spark.log.level"):  # quiet while the context starts
-        conf.set("spark.log.level", "ERROR")
-    context = _started(conf, effective_master, None, quiet=False)
-    if quiet:  # spark-submit's JVM was started with Spark's logging: jetspark's from here on
-        jvm = context._jvm
-        assert jvm is not None  # the context has started
-        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
-        configurator.reconfigure(jvm.java.net.URI.create(LOG_CONFIG.as_uri()))
-    return context
+    if quiet:
+        _log_quietly_from_now_on()
+    return _started(conf, effective_master, None, quiet=False)
+
+
+def _log_quietly_from_now_on() -> None:
+    """Points spark-submit's JVM, started with Spark's logging, at jetspark's before the context
+    starts, so that its start-up lines (Spark's version, the Hadoop warning) stay off the console.
+
+    spark-submit leaves Spark's logging uninitialised for the application, and the context's
+    first log line would load Spark's default configuration over jetspark's: Spark's logging is
+    initialised here first, silently, then replaced."""
+    jvm = SparkContext._jvm
+    assert jvm is not None  # SparkContext._ensure_initialized() has run
+    spark_logging = getattr(getattr(jvm.org.apache.spark, "SparkContext$"), "MODULE$")
+    spark_logging.initializeLogIfNecessary(False, True)  # (not a shell, silent)
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    configurator.reconfigure(jvm.java.net.URI.create(LOG_CONFIG.as_uri()))
 
 
 def _driver_address(master: str) -> str | None:
@@ -264,8 +273,11 @@ def _driver_address(master: str) -> str | None:
 
 
 def _user_configured_logging(conf: SparkConf) -> bool:
-    """Whether the user of spark-submit chose Spark's logging: a log4j configuration in the
-    driver's JVM options, or a log4j2 file in Spark's configuration directory."""
+    """Whether the user of spark-submit chose Spark's logging: a log level
+    (`spark.log.level`), a log4j configuration in the driver's JVM options, or a log4j2 file in
+    Spark's configuration directory."""
+    if conf.contains("spark.log.level"):
+        return True
     if _LOG_OPTION in (conf.get("spark.driver.extraJavaOptions") or ""):
         return True
     conf_dir = os.environ.get("SPARK_CONF_DIR")
