@@ -186,12 +186,16 @@ def _config(mode: ExecutionMode) -> JobConfig:
     )
 
 
-def _failure_of(engine: Any, mode: ExecutionMode, store: Any) -> tuple[str, Any]:
+def _failure_of(
+    engine: Any, mode: ExecutionMode, store: Any, dag: Any = None
+) -> tuple[JobFailedError, Any]:
+    """The error the job of `dag` (default: counting words) fails with, and the job."""
     engine.get_list("words").extend(jobs.words(200))
-    job = engine.new_job(jobs.counting_dag(_same), _config(mode), snapshot_store=store)
+    engine.get_list("numbers").extend(range(200))
+    job = engine.new_job(dag or jobs.counting_dag(_same), _config(mode), snapshot_store=store)
     with pytest.raises(JobFailedError) as failure:
         job.join(240)
-    return str(failure.value), job
+    return failure.value, job
 
 
 def _same(item: Any) -> Any:
@@ -204,7 +208,8 @@ def test_a_python_the_workers_cannot_run_fails_at_once_naming_the_host(
     engine: Any, worker_python: Any, tmp_path: Path, mode: ExecutionMode
 ) -> None:
     worker_python("/nonexistent/python3")
-    message, job = _failure_of(engine, mode, DirectorySnapshotStore(tmp_path / "snapshots"))
+    error, job = _failure_of(engine, mode, DirectorySnapshotStore(tmp_path / "snapshots"))
+    message = str(error)
     assert "the executors cannot run their Python '/nonexistent/python3'" in message, message
     assert re.search(r"\(on (member \d on )?host \S+, executor \S+\)", message), message
     assert job.metrics.restarts == 0
@@ -219,28 +224,55 @@ def _private_mounts_work() -> bool:
     return probe.returncode == 0
 
 
-@pytest.mark.spark
-@pytest.mark.skipif(
+def _python_seeing_a_mount(tmp_path: Path, directory: Path, options: str) -> str:
+    """A Python for the executors that runs in a mount namespace of its own, where a tmpfs
+    mounted with `options` covers `directory`: as on a worker whose /tmp is its own."""
+    wrapper = tmp_path / "python-on-another-host"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'exec unshare -m sh -c \'mount -t tmpfs -o {options} none "$0" && exec "$@"\' '
+        f'{directory} {sys.executable} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+needs_private_mounts = pytest.mark.skipif(
     not _private_mounts_work(), reason="needs unshare -m and mount (root) to hide a directory"
 )
+
+
+@pytest.mark.spark
+@needs_private_mounts
 def test_a_snapshot_store_the_executors_cannot_see_fails_at_once_naming_the_host(
     engine: Any, worker_python: Any, tmp_path: Path
 ) -> None:
-    """The executors' Python runs in a mount namespace of its own, where an empty tmpfs hides
-    the store's directory: as on a worker whose /tmp is its own."""
+    """An empty tmpfs hides the store's directory from the executors."""
     shared = tmp_path / "shared"
     store = DirectorySnapshotStore(shared / "snapshots")
-    wrapper = tmp_path / "python-without-the-share"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'exec unshare -m sh -c \'mount -t tmpfs none "$0" && exec "$@"\' {shared} '
-        f'{sys.executable} "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    worker_python(str(wrapper))
-    message, job = _failure_of(engine, ExecutionMode.CONTINUOUS, store)
+    worker_python(_python_seeing_a_mount(tmp_path, shared, "rw"))
+    error, job = _failure_of(engine, ExecutionMode.CONTINUOUS, store)
+    message = str(error)
     assert f"snapshot store '{shared / 'snapshots'}' does not exist on " in message, message
     assert re.search(r"\(on member \d on host \S+, executor \S+\)", message), message
+    assert job.metrics.restarts == 0
+
+
+@pytest.mark.spark
+@needs_private_mounts
+def test_a_sink_directory_the_executors_cannot_write_fails_at_once_naming_the_host(
+    engine: Any, worker_python: Any, tmp_path: Path
+) -> None:
+    """A read-only tmpfs covers the transactional sink's parent directory on the executors."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    store = DirectorySnapshotStore(tmp_path / "snapshots")
+    worker_python(_python_seeing_a_mount(tmp_path, shared, "ro"))
+    dag = jobs.file_dag(_same, str(shared / "out"))
+    error, job = _failure_of(engine, ExecutionMode.CONTINUOUS, store, dag)
+    message = str(error)
+    assert error.vertex_name == "sink" and "Read-only file system" in message, message
+    assert re.search(r"\(on member \d on host \S+\)", message), message
     assert job.metrics.restarts == 0
 
 
@@ -258,12 +290,13 @@ def test_a_barrier_stage_spark_refuses_fails_at_once_naming_the_setting(
     for key in keys:
         conf.set(key, "true")
     try:
-        message, job = _failure_of(
+        error, job = _failure_of(
             engine, ExecutionMode.CONTINUOUS, DirectorySnapshotStore(tmp_path / "snapshots")
         )
     finally:
         for key in keys:
             conf.remove(key)
+    message = str(error)
     assert "Spark refuses the job's barrier stage" in message, message
     assert "spark.dynamicAllocation.enabled" in message, message
     assert job.metrics.restarts == 0

@@ -14,6 +14,7 @@ import contextlib
 import glob
 import logging
 import os
+import re
 import signal
 import socket
 import threading
@@ -240,6 +241,12 @@ def test_a_member_that_stops_answering_is_lost_and_the_job_restarts_from_its_sna
     assert engine.get_map("windows") == jobs.expected_windows(items)
     lost = [r.getMessage() for r in caplog.records if "is lost" in r.getMessage()]
     assert lost and f"not even a heartbeat, for {TIMEOUT_SECONDS:g} s" in lost[0]
+    [restart] = [r.getMessage() for r in caplog.records if "a member was lost" in r.getMessage()]
+    assert re.search(
+        r"a member was lost: member \d on host \S+, executor driver \(\S+ sent nothing, "
+        rf"not even a heartbeat, for {TIMEOUT_SECONDS:g} s\); restart 1 of",
+        restart,
+    ), restart
 
 
 # ------------------------------------------------------- a member whose driver stops answering

@@ -170,7 +170,7 @@ def processor_error(facts: dict[str, Any]) -> JobFailedError:
     """The JobFailedError of a processor's failure in a Spark task, from the facts the task
     reported (`task_failure`), with the task's traceback."""
     return JobFailedError(
-        f"{facts['message']} (on member {facts['member']}, host {facts['host']})"
+        f"{facts['message']} (on member {facts['member']} on host {facts['host']})"
         f"{_by_value_hint(facts['message'])}\n"
         f"--- traceback in the Spark task ---\n{facts['traceback']}",
         vertex_name=facts["vertex_name"],

@@ -116,8 +116,8 @@ class ContinuousCoordinator:
         """A failure of the coordinator itself (a commit that failed): the job must fail."""
         self.lost: str | None = None
         """Which member of the current run the coordinator found silent, and for how long."""
-        self.lost_member: int | None = None
-        """The index of that member."""
+        self.lost_member: tuple[int, str] | None = None
+        """That member's index, and what the coordinator heard of it (the silence)."""
         self.rescales = 0
         """How many restarts ran on fewer members than the run before."""
         self.completed = threading.Event()
@@ -296,7 +296,7 @@ class ContinuousCoordinator:
             if epoch is None or epoch.members.get(member) is not connection:
                 return
             self.lost = f"member {member} is lost: {silence}"
-            self.lost_member = member
+            self.lost_member = (member, str(silence))
             _log.warning("%s: %s", self._job_name, self.lost)
             self._fence(self.lost)
 

@@ -19,6 +19,7 @@ whole job (member.py). When the stage fails, what failed decides:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 
@@ -137,7 +138,10 @@ def _restart_plan(
         raise coordinator.fatal from failure
     wait_for_tasks_to_end(context, job.group)
     text = str(failure)
-    lost = failed_member(context, text, coordinator.lost_member)
+    silent = coordinator.lost_member
+    lost = failed_member(context, text, silent[0] if silent is not None else None)
+    if lost is not None and silent is not None:  # Spark killed its task: the silence is why
+        lost = dataclasses.replace(lost, reason=silent[1])
     if configuration_error(text):
         raise job.error_of(failure, lost.where() if lost is not None else None)
     if job.snapshot_store is None or not coordinator.count_restart():
