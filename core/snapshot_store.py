@@ -502,6 +502,20 @@ class DirectorySnapshotStore:
         write_atomically(os.path.join(target, f"part-{name}.bin"), tag + body, _PRIVATE_FILE)
         return tag
 
+    def check_part(self, snapshot_id: int, name: str, tag: bytes) -> None:
+        """SnapshotError saying why, unless this process can open part `name` of snapshot
+        `snapshot_id` and finds it to begin with `tag`, the tag `write_part` returned where it
+        was written: what a committer checks of each part before it writes the manifest. Only
+        the tag is read; whoever reads the part authenticates the rest."""
+        path = os.path.join(self._path(snapshot_id), f"part-{name}.bin")
+        try:
+            with open(path, "rb") as file:
+                found = file.read(_TAG_BYTES)
+        except OSError as error:
+            raise SnapshotError(f"{path}: {error.strerror or error}") from error
+        if not hmac.compare_digest(found, tag):
+            raise SnapshotError(f"{path} is another file than the part that was written")
+
     def read_part(
         self, snapshot_id: int, name: str, tag: bytes | None = None
     ) -> dict[ProcessorKey, ProcessorSnapshot]:

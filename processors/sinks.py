@@ -207,10 +207,12 @@ class WriteFileTransactionalP(AbstractProcessor):
     several inputs may have written items that followed the barrier on one input into the
     epoch sealed by the snapshot; those are written again after a restart (duplicates).
 
-    In a micro-batch on SparkEngine only the driver knows when a batch is committed, and two
-    attempts of one task may run at once: the stores' `publish_on_commit` then takes the files
-    each save sealed, which the driver renames right after its commit and before anything else
-    runs, and the driver, not a restore, deletes the stale temporary files.
+    On SparkEngine each save hands the files it sealed to the stores' `note_sealed`: the driver
+    commits no snapshot whose sealed files it cannot see (a directory that is not shared storage
+    fails the job naming the vertex and the host). In a micro-batch only the driver knows when
+    a batch is committed, and two attempts of one task may run at once: the driver then renames
+    the files right after its commit and before anything else runs, and the driver, not a
+    restore, deletes the stale temporary files.
     """
 
     def __init__(self, directory: str, to_string: Callable[[Any], str], charset: str) -> None:
@@ -269,12 +271,13 @@ class WriteFileTransactionalP(AbstractProcessor):
         state = (self._epoch, tuple(self._sealed))
         if not self.try_emit_to_snapshot(*_TRANSACTIONS.entry(self.context, state)):
             return False
-        publish_on_commit = _driver_publication(self.context)
-        if publish_on_commit is not None:
-            context = self.context
+        context = self.context
+        note_sealed = getattr(context.stores, "note_sealed", None)  # a Spark task's stores
+        if note_sealed is not None:
             index, sealed = context.global_processor_index, tuple(self._sealed)
-            publish_on_commit(context.vertex_name, index, self._directory, sealed, _TEMPORARIES)
-            self._sealed.clear()
+            note_sealed(context.vertex_name, index, self._directory, sealed, _TEMPORARIES)
+            if _driver_publishes(context):
+                self._sealed.clear()
         return True
 
     def snapshot_committed(self) -> None:
@@ -309,7 +312,7 @@ class WriteFileTransactionalP(AbstractProcessor):
         self._taken_over.add(saved.processor_index)
 
     def finish_snapshot_restore(self) -> bool:
-        if _driver_publication(self.context) is not None:
+        if _driver_publishes(self.context):
             return True  # the driver deletes stale files once nothing else can write them
         stale = [f".part-{index:05d}-*.tmp" for index in self._taken_over]
         for name in os.listdir(self._directory):
@@ -329,10 +332,10 @@ _TEMPORARIES = ".part-*.tmp"
 """Every temporary file of a transactional file sink."""
 
 
-def _driver_publication(context: Context) -> Callable[..., None] | None:
-    """`publish_on_commit` of the stores of a micro-batch task on SparkEngine, whose driver
-    publishes what the sink sealed once the batch is committed; None anywhere else."""
-    return getattr(context.stores, "publish_on_commit", None)
+def _driver_publishes(context: Context) -> bool:
+    """True in a micro-batch task on SparkEngine, whose driver publishes what the sink sealed
+    once the batch is committed."""
+    return getattr(context.stores, "driver_publishes", False)
 
 
 def write_file_transactional_p(

@@ -37,7 +37,8 @@ HELLO = "hello"
 """(run token, member, stage attempt): the attempt is the lowest task attempt id of the stage
 attempt's tasks, which they learn from each other through `allGather`."""
 PART = "part"
-"""(snapshot id, part name, tag, held, bytes per vertex): the member saved the snapshot."""
+"""(snapshot id, part name, tag, held, bytes per vertex, host, [SealedFiles]): the member saved
+the snapshot, its part written on host, its transactional sinks having sealed those files."""
 RESULTS = "results"
 """[(kind, name, payload)]: what the member's sinks wrote to named lists and maps."""
 METRICS = "metrics"

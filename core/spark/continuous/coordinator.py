@@ -16,6 +16,10 @@ only then do the members publish their final states. A member lost while they pu
 the job from that final snapshot: every processor is restored as completed, the transactional
 sinks publish what it holds, and nothing runs or is written again.
 
+Before the manifest the coordinator checks that it reads every part of N and sees every file
+the members' transactional sinks sealed for N (shared_storage.py): a store or sink directory
+that is not shared fails the job at once, before anything of N counts.
+
 A member of the current epoch that sends nothing, not even a heartbeat, for the liveness timeout
 is lost: the coordinator stops the epoch's members, so that the stage fails and the run loop
 restarts the job (`lost` says why).
@@ -50,6 +54,7 @@ from jetspark.core.spark.continuous.security import ChannelSecurity
 from jetspark.core.spark.continuous.settings import ContinuousSettings
 from jetspark.core.spark.continuous.sockets import Gate, listen
 from jetspark.core.spark.metrics import merge_metrics
+from jetspark.core.spark.shared_storage import SealedFiles, check_parts, check_sealed
 from jetspark.core.spark.stages.records import LIST, MAP
 from jetspark.core.spark.task_restore import restore_spec
 from jetspark.core.stores import Stores
@@ -59,6 +64,20 @@ _log = logging.getLogger("jetspark.spark")
 SETTLE_SECONDS = 5.0
 """After a failed stage, how long the coordinator waits for the members' last messages (a
 processor's failure report races with the stage's failure)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Part:
+    """What a member reported of its part of the snapshot under way."""
+
+    name: str
+    tag: bytes
+    held: Held
+    vertex_bytes: dict[str, int]
+    host: str
+    """Where the member wrote it."""
+    sealed: list[SealedFiles]
+    """The files its transactional sinks sealed for the snapshot."""
 
 
 @dataclasses.dataclass
@@ -75,9 +94,7 @@ class _Epoch:
     final_snapshot_id: int | None = None
     """The snapshot of the final states, once every member finished and it started."""
     started: float = 0.0
-    parts: dict[int, tuple[str, bytes, Held, dict[str, int]]] = dataclasses.field(
-        default_factory=dict
-    )
+    parts: dict[int, _Part] = dataclasses.field(default_factory=dict)
     staged: dict[int, list[Any]] = dataclasses.field(default_factory=dict)
     """Member -> sink writes it sent since its last part (applied at the next commit)."""
     reported: dict[int, list[Any]] = dataclasses.field(default_factory=dict)
@@ -336,7 +353,8 @@ class ContinuousCoordinator:
             elif kind == control.METRICS:
                 self._metrics[member] = pickle.loads(payload)
             elif kind == control.PART:
-                self._part(epoch, member, *payload)
+                snapshot_id, *part = payload
+                self._part(epoch, member, snapshot_id, _Part(*part))
             elif kind == control.FINISHED:
                 epoch.finished.add(member)
                 if len(epoch.finished) == self._members:
@@ -397,19 +415,10 @@ class ContinuousCoordinator:
         self._next_start = max(time.monotonic(), self._next_start) + self._interval
         _tell_all(epoch, control.SNAPSHOT, snapshot_id)
 
-    def _part(
-        self,
-        epoch: _Epoch,
-        member: int,
-        snapshot_id: int,
-        name: str,
-        tag: bytes,
-        held: Held,
-        vertex_bytes: dict[str, int],
-    ) -> None:
+    def _part(self, epoch: _Epoch, member: int, snapshot_id: int, part: _Part) -> None:
         if snapshot_id != epoch.snapshot_id:
             return
-        epoch.parts[member] = (name, tag, held, vertex_bytes)
+        epoch.parts[member] = part
         epoch.reported[member] = epoch.staged.pop(member, [])
         if len(epoch.parts) == self._members:
             self._commit(epoch, snapshot_id)
@@ -417,8 +426,11 @@ class ContinuousCoordinator:
     def _commit(self, epoch: _Epoch, snapshot_id: int) -> None:
         assert self._store is not None
         plan = self._plan
-        parts = {name: (tag, held) for name, tag, held, _ in epoch.parts.values()}
+        parts = {part.name: (part.tag, part.held) for part in epoch.parts.values()}
+        writers = {part.name: (member, part.host) for member, part in epoch.parts.items()}
         try:
+            check_parts(self._store, snapshot_id, parts, writers)
+            check_sealed([s for part in epoch.parts.values() for s in part.sealed], snapshot_id)
             self._store.commit(
                 snapshot_id,
                 plan.member_count,
@@ -426,6 +438,7 @@ class ContinuousCoordinator:
                 parts,
                 plan.routing(),
             )
+            self.last_committed = self._store.committed(snapshot_id)
         except Exception as error:
             self.fatal = error
             self._fence(f"committing snapshot {snapshot_id} failed: {error}")
@@ -434,8 +447,8 @@ class ContinuousCoordinator:
             self._apply(epoch.reported[member])
         epoch.reported.clear()
         vertex_bytes: dict[str, int] = {}
-        for *_, sizes in epoch.parts.values():
-            for vertex, size in sizes.items():
+        for part in epoch.parts.values():
+            for vertex, size in part.vertex_bytes.items():
                 vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + size
         self._snapshots.append(
             SnapshotReport(
@@ -448,7 +461,6 @@ class ContinuousCoordinator:
         )
         del self._snapshots[:-RECENT_SNAPSHOTS]
         self._snapshot_count += 1
-        self.last_committed = self._store.committed(snapshot_id)
         epoch.snapshot_id = None
         _log.info("%s: snapshot %d committed", self._job_name, snapshot_id)
         _tell_all(epoch, control.COMMITTED, snapshot_id)

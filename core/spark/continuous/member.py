@@ -43,7 +43,8 @@ from jetspark.core.spark.continuous.settings import ContinuousSettings
 from jetspark.core.spark.continuous.sockets import Gate, connect, listen
 from jetspark.core.spark.continuous.streams import StreamExchange
 from jetspark.core.spark.failures import processor_failure_facts, task_failure
-from jetspark.core.spark.stages.task_stores import RESULT_BATCH, TaskStores
+from jetspark.core.spark.shared_storage import SealingStores, task_host
+from jetspark.core.spark.stages.task_stores import RESULT_BATCH
 from jetspark.core.spark.task_restore import RestoreSpec
 
 _log = logging.getLogger("jetspark.spark")
@@ -136,6 +137,8 @@ class MemberSnapshots(SnapshotCoordinator):
         super().__init__(plan, _NoIds(welcome.first_snapshot_id))  # type: ignore[arg-type]
         self._member = member
         self._store = store
+        self._stores = plan.stores
+        assert isinstance(self._stores, SealingStores)
         self._state = state
         self._before_part = before_part
         self._part_name = f"member{member}-{welcome.epoch}"
@@ -175,7 +178,15 @@ class MemberSnapshots(SnapshotCoordinator):
             vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + len(saved.data)
         self._state.connection.send(
             control.PART,
-            (self.requested_id, self._part_name, tag_, held_by(states), vertex_bytes),
+            (
+                self.requested_id,
+                self._part_name,
+                tag_,
+                held_by(states),
+                vertex_bytes,
+                task_host(),
+                self._stores.take_sealed(),
+            ),
         )
         self._awaiting_commit = True
 
@@ -309,7 +320,7 @@ class MemberTask:
         cancel: threading.Event,
     ) -> None:
         shipped = self.shipped.value if self.shipped is not None else None
-        stores = TaskStores(shipped)
+        stores = SealingStores(shipped)
         plan = dataclasses.replace(self.plan, stores=stores)
         send = state.connection.send
 

@@ -14,8 +14,8 @@ runtime is built with a `BatchCoordinator` in place of the continuous SnapshotCo
   completed saves its final state. Each task writes the states of its processors as one part
   (`stage<s>-member<m>-attempt<a>`, `a` Spark's task attempt id, unique in the application, so
   no two attempts ever write the same part) into the snapshot's directory and reports its tag
-  to the driver, which commits snapshot k (writes its manifest) once the whole Spark job
-  succeeded;
+  and host to the driver, which commits snapshot k (writes its manifest) once the whole Spark
+  job succeeded and it read every part (shared_storage.py);
 - transactional sinks hand the files they sealed to the task's stores (`BatchStores`), which
   report them to the driver: it publishes them once it committed the batch (publication.py).
   The task also reports, per part, the processors that restore entries of it, and its
@@ -32,7 +32,6 @@ again emits exactly that; an attempt that emitted something else than the record
 from __future__ import annotations
 
 import secrets
-import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,10 +49,9 @@ from jetspark.core.snapshot_store import (
     ProcessorSnapshot,
     held_by,
 )
-from jetspark.core.spark.microbatch.publication import SealedFiles
+from jetspark.core.spark.shared_storage import SealingStores, task_host
 from jetspark.core.spark.stages.records import BATCH, PUBLISH, SNAPSHOT, result_record
 from jetspark.core.spark.stages.task import TaskSnapshot
-from jetspark.core.spark.stages.task_stores import TaskStores
 from jetspark.core.spark.task_restore import (
     RestoreSpec,
     restoring_members,
@@ -94,27 +92,11 @@ class BatchSpec:
         return BatchStores(shipped, rdd_input)
 
 
-class BatchStores(TaskStores):
-    """The stores of a micro-batch task: TaskStores, and where transactional sinks leave the
-    files they sealed for the driver to publish once the batch is committed."""
+class BatchStores(SealingStores):
+    """The stores of a micro-batch task: the driver publishes the files its transactional
+    sinks sealed once the batch is committed, and removes the other temporary files."""
 
-    def __init__(self, shipped: Any, rdd_input: Any = None) -> None:
-        super().__init__(shipped, rdd_input)
-        self.sealed: list[SealedFiles] = []
-
-    def publish_on_commit(
-        self,
-        vertex: str,
-        index: int,
-        directory: str,
-        files: tuple[tuple[str, str], ...],
-        temporaries: str,
-    ) -> None:
-        """Processor `index` of `vertex` sealed `files` ((temporary, final) paths) in
-        `directory`, whose temporary files match `temporaries`: the driver renames them once
-        this batch is committed, and removes the other temporary files."""
-        host = socket.gethostname()
-        self.sealed.append(SealedFiles(vertex, index, directory, files, temporaries, host))
+    driver_publishes = True
 
 
 class _NoStore:
@@ -208,9 +190,9 @@ class BatchCoordinator(TaskSnapshot):
         routing = restoring_processors(self._plan, states)
         readers = restoring_members(self._plan, routing)
         keyed = {key: saved.keyed for key, saved in routing.items()}
-        part = (tag, held_by(states), readers, keyed)
+        part = (tag, held_by(states), readers, keyed, task_host())
         yield result_record(self._member, stage, SNAPSHOT, name, part)
-        sealed = self._plan.stores.sealed
+        sealed = self._plan.stores.take_sealed()
         if sealed:
             yield result_record(self._member, stage, PUBLISH, "", sealed)
         vertex_bytes: dict[str, int] = {}

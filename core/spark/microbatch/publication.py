@@ -3,12 +3,13 @@ sealed, right after it committed the batch.
 
 A transactional sink writes each batch's lines to temporary files and seals them when it saves
 the batch's snapshot; in a micro-batch task it hands their names to the task's stores
-(`BatchStores.publish_on_commit`) instead of renaming them itself, since only the driver knows
+(`BatchStores.note_sealed`) instead of renaming them itself, since only the driver knows
 when the batch is committed. The driver then, for each batch:
 
-1. checks that it sees every sealed file (on a cluster the sink's directory must be shared
-   storage, as the snapshot store is); a file it cannot see fails the job before the commit,
-   naming the vertex and the host that wrote it, so nothing committed is ever lost;
+1. checks that it reads every part of the batch's snapshot and sees every sealed file
+   (shared_storage.py: on a cluster the sink's directory must be shared storage, as the
+   snapshot store is); a part or file it cannot see fails the job before the commit, naming
+   the host that wrote it, so nothing is published that a restart would publish again;
 2. records the names in the snapshot (`record_publications`) and commits it;
 3. renames them to their final names (`publish`), whatever the stream does next, and removes
    the sinks' other temporary files: those of task attempts Spark ran beside the one whose
@@ -25,47 +26,12 @@ import fnmatch
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from jetspark.core.errors import JobFailedError
 from jetspark.core.files import fsync_directory
 from jetspark.core.snapshot_store import DirectorySnapshotStore
+from jetspark.core.spark.shared_storage import SealedFiles
 
 _log = logging.getLogger("jetspark.spark")
-
-
-@dataclass(frozen=True)
-class SealedFiles:
-    """What one sink processor sealed in one batch, to be renamed once the batch commits."""
-
-    vertex: str
-    index: int
-    """The processor's global index."""
-    directory: str
-    files: tuple[tuple[str, str], ...]
-    """(temporary, final) paths."""
-    temporaries: str
-    """A glob matching the sink's temporary files in `directory`."""
-    host: str
-    """Where the task that sealed them ran."""
-
-
-def check_visible(sealed: Iterable[SealedFiles], snapshot_id: int) -> None:
-    """JobFailedError naming the vertex when the driver cannot see a file a sink sealed."""
-    for batch in sealed:
-        for temporary, final in batch.files:
-            if not (os.path.exists(temporary) or os.path.exists(final)):
-                raise JobFailedError(
-                    f"vertex '{batch.vertex}': {temporary!r}, which processor #{batch.index} "
-                    f"sealed on {batch.host} for snapshot {snapshot_id}, is not visible to the "
-                    "driver: a transactional sink's files are published by the driver once a "
-                    "batch is committed, so on a cluster the sink's directory must be shared "
-                    "storage that the driver and every executor reach at the same path, as the "
-                    "snapshot store is. The batch was not committed",
-                    vertex_name=batch.vertex,
-                    processor_index=batch.index,
-                    callback="publishing its files",
-                )
 
 
 def publish(files: Iterable[tuple[str, str]], *, lenient: bool = False) -> None:

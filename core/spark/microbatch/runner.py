@@ -57,12 +57,11 @@ from jetspark.core.spark.microbatch.batch import BatchSpec
 from jetspark.core.spark.microbatch.carried import carried_watermarks
 from jetspark.core.spark.microbatch.item_budget import ItemBudget
 from jetspark.core.spark.microbatch.publication import (
-    SealedFiles,
-    check_visible,
     publish,
     publish_recorded,
     remove_stale_temporaries,
 )
+from jetspark.core.spark.shared_storage import SealedFiles, check_parts, check_sealed
 from jetspark.core.spark.shipped_stores import free, shipped_contents
 from jetspark.core.spark.stages.plan import plan_stages
 from jetspark.core.spark.stages.records import BATCH, PUBLISH, SNAPSHOT, is_collected_result
@@ -319,6 +318,8 @@ class BatchFacts:
 
     parts: dict[str, tuple[bytes, Held]] = field(default_factory=dict)
     """The snapshot's parts: name -> (tag, the processors it holds)."""
+    writers: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Part name -> the member and the host whose task wrote it."""
     readers: dict[str, frozenset[int]] = field(default_factory=dict)
     """Part name -> the members whose processors restore an entry of it (task_restore.py)."""
     keyed: dict[ProcessorKey, frozenset[int]] = field(default_factory=dict)
@@ -337,11 +338,12 @@ class BatchFacts:
     def of(cls, results: list[Any]) -> BatchFacts:
         """The facts among a batch's result records."""
         facts = cls()
-        for _member, body in results:
+        for member, body in results:
             _, kind, name, payload, _stage = body
             if kind == SNAPSHOT:
-                tag, held, readers, keyed = payload
+                tag, held, readers, keyed, host = payload
                 facts.parts[name] = (tag, tuple(map(tuple, held)))
+                facts.writers[name] = (member, host)
                 facts.readers[name] = readers
                 facts.keyed.update(keyed)
             elif kind == BATCH:
@@ -363,12 +365,14 @@ def commit_batch(
     plan: JobPlan,
     results: list[Any],
 ) -> tuple[JobMetrics, BatchFacts]:
-    """Commits snapshot `snapshot_id` from the results its batch's Spark job brought back
-    (once the driver sees every file the batch's sinks sealed), then adds the sinks' list and
-    map writes to `stores`, publishes the sealed files and removes the sinks' stale temporary
-    files (publication.py). Returns the batch's metrics and facts."""
+    """Commits snapshot `snapshot_id` from the results its batch's Spark job brought back,
+    once the driver reads every part of it and sees every file the batch's sinks sealed
+    (shared_storage.py), then adds the sinks' list and map writes to `stores`, publishes the
+    sealed files and removes the sinks' stale temporary files (publication.py). Returns the
+    batch's metrics and facts."""
     facts = BatchFacts.of(results)
-    check_visible(facts.sealed, snapshot_id)
+    check_parts(store, snapshot_id, facts.parts, facts.writers)
+    check_sealed(facts.sealed, snapshot_id)
     files = [pair for sink in facts.sealed for pair in sink.files]
     if files:
         store.record_publications(snapshot_id, files)
