@@ -21,12 +21,17 @@ class Inbox(Protocol):
 
 
 class ArrayDequeInbox:
-    """An Inbox over a `collections.deque`; `queue` is exposed for the runtime's batch moves."""
+    """An Inbox over a `collections.deque`; `queue` is exposed for the runtime's batch moves.
 
-    __slots__ = ("queue",)
+    `must_drain` is True while the runtime cannot go on before the inbox is empty (a snapshot's
+    barrier came in on every input, or a micro-batch is to end): a processor that leaves items
+    in its inbox for backpressure takes them then, into its state."""
+
+    __slots__ = ("must_drain", "queue")
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         self.queue: deque[Any] = deque(items)
+        self.must_drain = False
 
     def is_empty(self) -> bool:
         """True when no item is waiting."""

@@ -28,7 +28,11 @@ class Processor:
         return True
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        """Consumes items of inbound edge `ordinal`; remove an item only when fully processed."""
+        """Consumes items of inbound edge `ordinal`; remove an item only when fully processed.
+
+        Items left in `inbox` hold that edge back (backpressure): the call is repeated with the
+        same inbox, in turn with the other inbound edges of the same priority, which go on
+        meanwhile (Jet repeats it before anything else; here another edge's items may come)."""
         raise UnsupportedOperationError(
             f"{type(self).__name__} received items on inbound ordinal {ordinal} but does not "
             "override process()"

@@ -13,11 +13,14 @@ a second input replaces: inbound ordinal 0 carries the items, ordinal 1 model re
 a version: whatever `load_model(reference)` takes). A reference replaces the model for the items
 after it; the model is loaded when the next batch of items needs it, and
 `predict_batch(model, items)` gives one result per item. Items that arrive before the first
-reference are held by the processor (the engine feeds one inbound edge until its inbox is empty,
-so items left in the inbox would keep the references from ever being read) and predicted by the
-first model, before anything else (watermarks pass them meanwhile); from then on every item
-stays in the inbox until its result is accepted, which is backpressure. Non-cooperative:
-loading a model blocks.
+reference are held by the processor, up to `max_items_waiting`, and predicted by the first
+model, before anything else (watermarks pass them meanwhile); past that bound the processor
+leaves its ordinal-0 inbox as it is (backpressure: the runtime then reads ordinal 1 alone) and
+logs one warning, until a reference comes, or the runtime needs the inbox emptied
+(`ArrayDequeInbox.must_drain`: a snapshot's barrier came in on every input, or a micro-batch
+is to end), when it holds them all. From the first reference on, every item stays in the inbox
+until its result is accepted, which is backpressure too. Non-cooperative: loading a model
+blocks.
 
 Snapshot: the reference, never the model, under a broadcast key, so every processor restored at
 any parallelism loads the same model again (the oldest reference among the saved processors',
@@ -47,6 +50,8 @@ from jetspark.processors.transforms import ContextFactory, _using_context
 
 DEFAULT_MAX_BATCH_SIZE = 256
 """Items per call of `batch_fn` / `predict_batch` unless told otherwise."""
+DEFAULT_MAX_ITEMS_WAITING = 10_000
+"""Items `map_using_model_p` holds for its first model unless told otherwise."""
 
 BatchFn = Callable[[list[Any]], Sequence[Any]]
 """items -> one result per item, in order."""
@@ -174,10 +179,13 @@ class MapUsingModelP(AbstractProcessor):
         load_model: Callable[[Any], Any],
         predict_batch: Callable[[Any, list[Any]], Sequence[Any]],
         max_batch_size: int,
+        max_items_waiting: int = DEFAULT_MAX_ITEMS_WAITING,
     ) -> None:
         self._load_model = load_model
         self._predict_batch = predict_batch
         self._max_batch_size = max_batch_size
+        self._max_items_waiting = max_items_waiting
+        self._warned = False
         self._reference: Any = NOTHING
         self._references_taken = 0
         """References taken from ordinal 1 so far (restored with the reference)."""
@@ -204,9 +212,29 @@ class MapUsingModelP(AbstractProcessor):
                 f"ordinal 0 and model references on ordinal 1, but items came on ordinal {ordinal}"
             )
         elif self._reference is NOTHING:
-            inbox.drain_to(self._waiting)  # the first model predicts them
+            self._hold(inbox)  # the first model predicts them
         elif self._flush_waiting():
             self._mapper.drain(_queue_of(inbox))
+
+    def _hold(self, inbox: Inbox) -> None:
+        """Takes the items of `inbox` into the ones waiting for the first model, up to
+        `max_items_waiting` unless the runtime needs the inbox emptied (module docstring)."""
+        room = self._max_items_waiting - len(self._waiting)
+        if room >= len(inbox) or getattr(inbox, "must_drain", False):
+            inbox.drain_to(self._waiting)
+            return
+        for _ in range(room):
+            self._waiting.append(inbox.remove())
+        if not self._warned:
+            self._warned = True
+            self.context.logger.warning(
+                "vertex '%s': %d items wait for the first model reference on inbound ordinal "
+                "1; taking no more items from ordinal 0 until one comes (backpressure; "
+                "max_items_waiting=%d)",
+                self.context.vertex_name,
+                len(self._waiting),
+                self._max_items_waiting,
+            )
 
     def _take_references(self, inbox: Inbox) -> None:
         while (reference := inbox.peek()) is not None:
@@ -273,9 +301,9 @@ class MapUsingModelP(AbstractProcessor):
         return True
 
 
-def _check_batch_size(factory: str, max_batch_size: int) -> None:
+def _check_batch_size(factory: str, max_batch_size: int, setting: str = "max_batch_size") -> None:
     if type(max_batch_size) is not int or max_batch_size < 1:
-        raise ValueError(f"{factory}: max_batch_size must be an int >= 1, got {max_batch_size!r}")
+        raise ValueError(f"{factory}: {setting} must be an int >= 1, got {max_batch_size!r}")
 
 
 def map_batched_using_context_p(
@@ -296,10 +324,13 @@ def map_using_model_p(
     load_model: Callable[[Any], Any],
     predict_batch: Callable[[Any, list[Any]], Sequence[Any]],
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    max_items_waiting: int = DEFAULT_MAX_ITEMS_WAITING,
 ) -> ProcessorFn:
     """Emits `predict_batch(model, items)`'s results (one per item) for the items of inbound
     ordinal 0, in batches of up to `max_batch_size`, with the model `load_model(reference)` of
-    the latest reference that came on ordinal 1; snapshots hold the reference (module
+    the latest reference that came on ordinal 1; up to `max_items_waiting` items are held for
+    the first model, then ordinal 0 is backpressured; snapshots hold the reference (module
     docstring). Non-cooperative."""
     _check_batch_size("map_using_model_p", max_batch_size)
-    return lambda: MapUsingModelP(load_model, predict_batch, max_batch_size)
+    _check_batch_size("map_using_model_p", max_items_waiting, "max_items_waiting")
+    return lambda: MapUsingModelP(load_model, predict_batch, max_batch_size, max_items_waiting)

@@ -24,6 +24,7 @@ from test_job_upgrades import run_until_read, upgraded_dag
 
 from jetspark.core import (
     DAG,
+    AbstractProcessor,
     DirectorySnapshotStore,
     ExecutionMode,
     JobConfig,
@@ -33,12 +34,18 @@ from jetspark.core import (
     SnapshotError,
 )
 from jetspark.core.cli import main
+from jetspark.core.serialization import encode_batch
 from jetspark.core.spark.microbatch.item_budget import BUSY_FRACTION, MIN_ITEM_BUDGET, ItemBudget
 from jetspark.core.suppliers import unbounded
 from jetspark.core.view import JobView
-from jetspark.edges import between
+from jetspark.edges import EdgeConfig, between, from_
 from jetspark.partitioning import partition_id
-from jetspark.processors import stream_files_p, write_file_transactional_p
+from jetspark.processors import (
+    map_using_model_p,
+    stream_files_p,
+    write_file_transactional_p,
+    write_list_p,
+)
 from jetspark.processors.stream_files import StreamFilesP
 from jetspark.processors.tfidf import open_index, scan_corpus, search, write_index
 from jetspark.processors.tfidf.errors import InputError
@@ -346,6 +353,140 @@ def test_a_snapshot_that_recorded_no_routing_is_restored_with_one_warning(
 def test_state_on_routing_change_takes_rekey_drop_or_none() -> None:
     with pytest.raises(ValueError, match='must be "rekey", "drop" or None, got \'keep\''):
         JobConfig(state_on_routing_change="keep")  # type: ignore[arg-type]
+
+
+# --- map_using_model_p: items held for a late first model are bounded (case 5) -----------------
+
+HELD = 1_000
+"""max_items_waiting of the model tests."""
+QUEUE = 256
+"""The queue size of their items edge."""
+ITEMS = 20_000
+WAITING_FOR_A_MODEL = "wait for the first model reference"
+
+
+class GatedItems(AbstractProcessor):
+    """Emits ITEMS numbers; notes in `directory` how many it had emitted when the reference
+    was released, and when it emitted them all."""
+
+    def __init__(self, directory: str) -> None:
+        self._directory = Path(directory)
+        self._next = 0
+        self._noted = False
+
+    def complete(self) -> bool:
+        if not self._noted and (self._directory / "released").exists():
+            (self._directory / "emitted-before-the-reference").write_text(str(self._next))
+            self._noted = True
+        while self._next < ITEMS:
+            if not self.try_emit(self._next):
+                return False
+            self._next += 1
+        (self._directory / "items-emitted").touch()
+        return self._noted
+
+
+class GatedReference(AbstractProcessor):
+    """Emits the model reference "m" once the model vertex warned, in its process, that items
+    wait for it, or once every item was emitted (without a bound nothing warns)."""
+
+    def __init__(self, directory: str) -> None:
+        self._directory = Path(directory)
+        self._released = False
+        self._warned = threading.Event()
+        self._handler = logging.Handler()
+        self._handler.emit = self._note  # type: ignore[method-assign]
+
+    def _note(self, record: logging.LogRecord) -> None:
+        if WAITING_FOR_A_MODEL in record.getMessage():
+            self._warned.set()
+
+    def init(self, outbox: Any, context: Any) -> None:
+        super().init(outbox, context)
+        logging.getLogger("jetspark").addHandler(self._handler)
+
+    def complete(self) -> bool:
+        if not self._released:
+            if not (self._warned.is_set() or (self._directory / "items-emitted").exists()):
+                return False
+            if not self.try_emit("m"):
+                return False
+            self._released = True
+            (self._directory / "released").touch()
+        return True
+
+    def close(self) -> None:
+        logging.getLogger("jetspark").removeHandler(self._handler)
+
+
+def _predicted(model: Any, items: list[Any]) -> list[Any]:
+    return [(item, model) for item in items]
+
+
+def _late_model_dag(directory: Path) -> DAG:
+    dag = DAG("late-model")
+    items = dag.new_vertex("items", lambda: GatedItems(str(directory)), local_parallelism=1)
+    references = dag.new_vertex(
+        "references", lambda: GatedReference(str(directory)), local_parallelism=1
+    )
+    predict = dag.new_vertex(
+        "predict",
+        map_using_model_p(_identity, _predicted, 64, max_items_waiting=HELD),
+        local_parallelism=1,
+    )
+    sink = dag.new_vertex("sink", write_list_p("predicted"), local_parallelism=1)
+    dag.edge(between(items, predict).set_config(EdgeConfig(queue_size=QUEUE)))
+    dag.edge(from_(references).to(predict, 1))
+    dag.edge(between(predict, sink))
+    return dag
+
+
+MODEL_ENGINES = [
+    pytest.param("local", None, id="local"),
+    pytest.param("local", ProcessingGuarantee.EXACTLY_ONCE, id="local-exactly-once"),
+    pytest.param(
+        "spark", ProcessingGuarantee.EXACTLY_ONCE, id="continuous", marks=pytest.mark.spark
+    ),
+]
+
+
+@pytest.mark.parametrize(("kind", "guarantee"), MODEL_ENGINES)
+def test_items_held_for_a_late_first_model_are_bounded_by_backpressure(
+    kind: str,
+    guarantee: ProcessingGuarantee | None,
+    spark_engine: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    if kind == "local":
+        engine: Any = LocalEngine(1)
+    else:
+        from jetspark.core.spark import SparkEngine
+
+        engine = SparkEngine(spark_engine.context, members=1)
+    config = JobConfig() if guarantee is None else _guaranteed(ExecutionMode.CONTINUOUS)
+    with caplog.at_level(logging.WARNING, logger="jetspark"):
+        job = engine.new_job(_late_model_dag(tmp_path), config)
+        job.join(240)
+    assert sorted(engine.get_list("predicted")) == [(item, "m") for item in range(ITEMS)]
+    # the items source was held back: no more items than the bound and the queues hold
+    before = int((tmp_path / "emitted-before-the-reference").read_text())
+    assert HELD <= before <= HELD + 4 * QUEUE
+    if guarantee is not None:  # snapshots held no more than that
+        held = max(report.vertex_bytes.get("predict", 0) for report in job.metrics.snapshots)
+        assert held <= len(encode_batch([(0, tuple(range(HELD + 4 * QUEUE)))]))
+    if kind == "local":
+        warned = [r.getMessage() for r in caplog.records if WAITING_FOR_A_MODEL in r.getMessage()]
+        assert warned == [
+            f"vertex 'predict': {HELD} items wait for the first model reference on inbound "
+            "ordinal 1; taking no more items from ordinal 0 until one comes (backpressure; "
+            f"max_items_waiting={HELD})"
+        ]
+
+
+def test_max_items_waiting_must_be_a_positive_int() -> None:
+    with pytest.raises(ValueError, match="max_items_waiting must be an int >= 1, got 0"):
+        map_using_model_p(_identity, _predicted, max_items_waiting=0)
 
 
 # --- the live view: odd ids, stalled and departed clients (case 9) -------------------------------

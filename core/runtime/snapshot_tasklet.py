@@ -9,9 +9,10 @@ On top of ProcessorTasklet's states it has:
   of the entry the processor last took from the inbox (the one its code could not restore).
 - save: `save_to_snapshot()` until True, the entries moved out of the outbox's snapshot
   bucket after each call and serialized at the end, then reported to the coordinator. It
-  starts when the aligner has the barrier from every input queue (and the inbox is empty, and
-  no watermark waits), or, with no input left (sources), when the coordinator's
-  `requested_id` rises.
+  starts when the aligner has the barrier from every input queue (and every inbox is empty,
+  and no watermark waits), or, with no input left (sources), when the coordinator's
+  `requested_id` rises. While items left in an inbox (backpressure) hold the save back, and
+  throughout a micro-batch, the inboxes' `must_drain` is set.
 - barrier: once the outbox is empty, `SnapshotBarrier(id)` goes to every outbound queue; the
   aligner is released and the held-back queues are drained again.
 - final save: after `complete()` returns True, `save_to_snapshot()` is called once more; that
@@ -150,6 +151,7 @@ class SnapshottingTasklet(ProcessorTasklet):
         outbox (idle, or out of its item budget), so this run's snapshot may be saved."""
         self._replay_deadline: float | None = None
         self._replay_spent = 0
+        self._drains_required = False
         if restored is not None:
             self._state = self._restore
 
@@ -233,13 +235,22 @@ class SnapshottingTasklet(ProcessorTasklet):
 
     def _process_inbound(self) -> int:
         aligner = self._aligner
-        if aligner.ready and self.coalescer.pending is None:
-            stream = self._stream
-            if stream is None or not stream.inbox.queue:
-                assert aligner.snapshot_id is not None
-                return self._begin_save(aligner.snapshot_id, self._process_inbound)
+        if aligner.ready and self.coalescer.pending is None and not self.items_left():
+            assert aligner.snapshot_id is not None
+            self._require_drains(False)
+            return self._begin_save(aligner.snapshot_id, self._process_inbound)
+        self._require_drains(aligner.ready or self._coordinator.batch_snapshot_id is not None)
         result = super()._process_inbound()
         return (result | MADE_PROGRESS) if aligner.ready else result
+
+    def _require_drains(self, required: bool) -> None:
+        """Sets every inbox's `must_drain`: items left in an inbox hold a snapshot back (the
+        barrier came in on every input), or a micro-batch's end (its input must all be taken
+        before its barrier comes)."""
+        if required != self._drains_required:
+            self._drains_required = required
+            for stream in self.streams:
+                stream.inbox.must_drain = required
 
     def _complete_all(self) -> int:
         coordinator = self._coordinator

@@ -74,9 +74,12 @@ class ProcessorTasklet:
 
     The state machine: inbound edges are consumed by priority group (a group's edges must all be
     exhausted, with `complete_edge` called for each, before the next group's items are drained);
-    within a group the edges take turns. An empty inbox gets `try_process()` first (when the
-    processor overrides it). A risen coalesced watermark goes to `try_process_watermark` once
-    the inbox is empty and is then forwarded through the outbox (IDLE_MESSAGE is forwarded
+    within a group the edges take turns: an edge's inbox is offered to `process` until it is
+    empty, or until `process` leaves it as it is (backpressure), which gives the group's other
+    edges a turn; that inbox is offered again in its turn and not refilled meanwhile. An empty
+    inbox gets `try_process()` first (when the processor overrides it). A risen coalesced
+    watermark goes to `try_process_watermark` once every inbox is empty and is then forwarded
+    through the outbox (IDLE_MESSAGE is forwarded
     without the call). With every edge done, `complete()` runs until True (sources start here),
     then DONE_ITEM goes to every outbound queue. After every call the outbox drains into the
     routers. Jobs with a processing guarantee use the subclass SnapshottingTasklet
@@ -194,14 +197,18 @@ class ProcessorTasklet:
         stream = self._stream
         if stream is not None:
             if stream.inbox.queue:
-                return self._deliver(stream)
+                result = self._deliver(stream)
+                if result == NO_PROGRESS and len(self._group) > 1:
+                    self._stream = None  # left as it is: the group's other edges take a turn
+                return result
             if stream.done:
                 self._stream = None
                 self._completing = stream
                 self._state = self._complete_edge
                 return MADE_PROGRESS
         coalescer = self.coalescer
-        if coalescer.pending is not None:
+        left = self.items_left()
+        if coalescer.pending is not None and not left:
             self._state = self._process_watermark
             return MADE_PROGRESS
         if not self._group:
@@ -210,16 +217,16 @@ class ProcessorTasklet:
             else:
                 self._state = self._complete_all
             return MADE_PROGRESS
-        if self._try_process is not None:
+        if self._try_process is not None and not left:
             self.callback = "try_process"
             done = self._try_process()
             if done is not True and not returned_bool(done, "try_process"):
                 return NO_PROGRESS
-        if self._retain:
+        if self._retain and not left:
             coalescer.check_retention()
             if coalescer.pending is not None:
                 return MADE_PROGRESS
-        stream = self._fill()
+        stream = self._fill(left)
         if stream is None:
             return NO_PROGRESS
         self._stream = stream
@@ -227,15 +234,27 @@ class ProcessorTasklet:
             return self._deliver(stream)
         return MADE_PROGRESS
 
-    def _fill(self) -> InboundStream | None:
-        """Drains the group's streams in turn until one yields items, ends or raises a watermark."""
+    def items_left(self) -> bool:
+        """True while the processor left items in the inbox of an inbound edge."""
+        return any(stream.inbox.queue for stream in self._group)
+
+    def _fill(self, left: bool) -> InboundStream | None:
+        """Takes the group's streams in turn until one has items left in its inbox, or yields
+        items, ends or raises a watermark as it is drained (a stream with items left is not
+        drained: backpressure on that edge, while the others go on). A watermark waits until
+        the processor took every item left in its inboxes (`left`: some are)."""
         group = self._group
         coalescer = self.coalescer
         cursor = self._cursor
         for _ in range(len(group)):
             cursor = (cursor + 1) % len(group)
             stream = group[cursor]
-            if stream.drain() or stream.done or coalescer.pending is not None:
+            if (
+                stream.inbox.queue
+                or stream.drain()
+                or stream.done
+                or (not left and coalescer.pending is not None)
+            ):
                 self._cursor = cursor
                 return stream
         self._cursor = cursor
