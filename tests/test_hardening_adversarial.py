@@ -38,6 +38,7 @@ from jetspark.core.serialization import encode_batch
 from jetspark.core.spark.microbatch.item_budget import BUSY_FRACTION, MIN_ITEM_BUDGET, ItemBudget
 from jetspark.core.suppliers import unbounded
 from jetspark.core.view import JobView
+from jetspark.core.watermark import Watermark
 from jetspark.edges import EdgeConfig, between, from_
 from jetspark.partitioning import partition_id
 from jetspark.processors import (
@@ -482,6 +483,59 @@ def test_items_held_for_a_late_first_model_are_bounded_by_backpressure(
             "ordinal 1; taking no more items from ordinal 0 until one comes (backpressure; "
             f"max_items_waiting={HELD})"
         ]
+
+
+class _Emits(AbstractProcessor):
+    """Emits `items` (a Watermark too) once `gate` is set (None: at once)."""
+
+    def __init__(self, items: list[Any], gate: threading.Event | None) -> None:
+        self._items = list(items)
+        self._gate = gate
+
+    def complete(self) -> bool:
+        if self._gate is not None and not self._gate.is_set():
+            return False
+        while self._items:
+            if not self.try_emit(self._items[0]):
+                return False
+            self._items.pop(0)
+        return True
+
+
+class _WaitsForGo(AbstractProcessor):
+    """Leaves its ordinal-0 inbox as it is until "go" came on ordinal 1 (setting `refused`
+    the first time); records what it took, watermarks included, in `seen`."""
+
+    def __init__(self, refused: threading.Event, seen: list[Any]) -> None:
+        self._refused = refused
+        self._seen = seen
+
+    def process(self, ordinal: int, inbox: Any) -> None:
+        if ordinal == 0 and "go" not in self._seen:
+            self._refused.set()
+            return
+        while not inbox.is_empty():
+            self._seen.append(inbox.remove())
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        self._seen.append(watermark)
+        return True
+
+
+def test_an_edge_left_as_it_is_lets_the_others_go_and_holds_its_watermark_back() -> None:
+    refused, seen = threading.Event(), []
+    dag = DAG("left-inbox")
+    items = dag.new_vertex(
+        "items", lambda: _Emits([*range(10), Watermark(100)], None), local_parallelism=1
+    )
+    go = dag.new_vertex("go", lambda: _Emits([Watermark(200), "go"], refused), local_parallelism=1)
+    waits = dag.new_vertex("waits", lambda: _WaitsForGo(refused, seen), local_parallelism=1)
+    dag.edge(between(items, waits)).edge(from_(go).to(waits, 1))
+    LocalEngine(1).new_job(dag).join(60)
+    # the items before the watermark reached the processor before the watermark did (a later
+    # one may follow, as the sources end)
+    assert seen[:12] == ["go", *range(10), Watermark(100)]
+    assert all(isinstance(entry, Watermark) for entry in seen[12:])
 
 
 def test_max_items_waiting_must_be_a_positive_int() -> None:
