@@ -9,6 +9,9 @@
 - `unbounded N`: the unbounded sliding-window job of test_streaming_conformance.py (an endless
   journal, exactly-once into transactional files in WORK/out), continuing from the snapshots in
   WORK/snapshots, cancelled once N batches of this run are committed; prints the batches run.
+- `continuous-executor-kill`: the four-stage job CONTINUOUS on 2 members, exactly-once; one
+  executor JVM killed with SIGKILL after the first commit; prints the counts, the restarts and
+  the `jetspark.spark` warnings.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -145,9 +149,29 @@ class GatedNumbers(AbstractProcessor):
             self.next = value
 
 
+class Warnings(logging.Handler):
+    """Keeps the messages of the warnings it handles (of the `jetspark.spark` logger, once
+    `Warnings.kept()` added it there)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    @classmethod
+    def kept(cls) -> Warnings:
+        """A handler added to the `jetspark.spark` logger."""
+        handler = cls()
+        logging.getLogger("jetspark.spark").addHandler(handler)
+        return handler
+
+
 def main(master: str, work: str, mode: str, n: int) -> None:
     context = create_context(master, f"jetspark-{mode}")
     if mode == "continuous-executor-kill":
+        warnings = Warnings.kept()
         engine = SparkEngine(context, members=2)
         snapshots = os.path.join(work, "snapshots")
         config = JobConfig(
@@ -166,7 +190,9 @@ def main(master: str, work: str, mode: str, n: int) -> None:
         )
         job.join(600)
         counts = sorted(engine.get_map("counts").items())
-        print(json.dumps({"counts": counts, "killed": killed, "restarts": job.metrics.restarts}))
+        restarts = job.metrics.restarts
+        output = {"counts": counts, "killed": killed, "restarts": restarts}
+        print(json.dumps({**output, "warnings": warnings.messages}))
     elif mode == "executor-kill":
         engine = SparkEngine(context, members=3)
         killed: list[int] = []

@@ -10,12 +10,11 @@ the job's restarts and rescales, and the `jetspark.spark` warnings it logged.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 from typing import Any
 
-from spark_cluster_child import NUMBERS, four_stage_dag
+from spark_cluster_child import NUMBERS, Warnings, four_stage_dag
 
 from jetspark.core import (
     AbstractProcessor,
@@ -72,23 +71,11 @@ class GatedPartitions(AbstractProcessor):
         self.restored.update(value)
 
 
-class Warnings(logging.Handler):
-    """Keeps the messages of the records it handles."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
 def main(master: str, work: str) -> None:
     context = create_context(
         master, "jetspark-lost-worker", settings={RESTART_SLOT_WAIT: SLOT_WAIT}
     )
-    warnings = Warnings()
-    logging.getLogger("jetspark.spark").addHandler(warnings)
+    warnings = Warnings.kept()
     engine = SparkEngine(context, members=2)
     config = JobConfig(
         processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,

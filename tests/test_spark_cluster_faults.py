@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -74,3 +75,9 @@ def test_an_executor_killed_mid_job_restarts_a_continuous_job_exactly(
     assert output["killed"], "no executor was running to be killed"
     assert output["restarts"] >= 1
     assert dict(map(tuple, output["counts"])) == dict(expected)
+    warnings = "\n".join(output["warnings"])
+    assert re.search(  # which member, where, and Spark's reason (issue #35)
+        r"a member was lost: member [01] on host 127\.0\.0\.1, executor \d+ "
+        r"\(ExecutorLostFailure \(executor \d+ exited .*\); restart 1 of",
+        warnings,
+    ), warnings

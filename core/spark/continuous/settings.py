@@ -10,7 +10,7 @@
   `spark.port.maxRetries` (16) more, as Spark's own ports.
 - The coordinator binds `spark.driver.bindAddress` (default `spark.driver.host`) and the members
   connect to `spark.driver.host`, as Spark's driver does.
-- `spark.jetspark.restart.slot.wait` (default 30s): after a lost member, how long a restart
+- `spark.jetspark.restart.slot.wait` (default 60s): after a lost member, how long a restart
   waits for the cluster to have a free task slot for every member again (a lost executor
   replaced); past it the job restarts on the members it has slots for.
 - `spark.jetspark.link.window` (default 4m): per link of a distributed edge (one upstream to
@@ -35,7 +35,7 @@ HEARTBEAT_TIMEOUT = "spark.jetspark.heartbeat.timeout"
 COORDINATOR_PORT = "spark.jetspark.coordinator.port"
 MEMBER_PORT = "spark.jetspark.member.port"
 RESTART_SLOT_WAIT = "spark.jetspark.restart.slot.wait"
-_DEFAULT_SLOT_WAIT = "30s"
+_DEFAULT_SLOT_WAIT = "60s"
 LINK_WINDOW = "spark.jetspark.link.window"
 LINK_QUEUE = "spark.jetspark.link.queue"
 PORT_RETRIES = "spark.port.maxRetries"
