@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 from proven_sockets import SECRET, proven_pair
 
+from jetspark.core.spark.continuous.control import ControlConnection
 from jetspark.core.spark.continuous.frames import (
     FRAME_BYTES,
     MAGIC,
@@ -25,9 +26,12 @@ from jetspark.core.spark.continuous.frames import (
     derive_keys,
     handshake,
 )
+from jetspark.core.spark.continuous.member import ControlState
 from jetspark.core.spark.continuous.security import job_certificate
 
 KEY = b"d" * 32
+WAIT = 120.0
+"""A bound on a wait that only a hang reaches."""
 
 
 def _sealed(sealer: Sealer, *bodies: bytes) -> list[bytes]:
@@ -197,3 +201,18 @@ def test_a_tls_peer_with_another_certificate_or_without_tls_is_refused() -> None
     for peer in (other_certificate, plain):
         refused = _against(peer, tls=TLS.context(server_side=True))
         assert isinstance(refused, HandshakeError) and "TLS with" in str(refused)
+
+
+def test_a_forged_frame_from_the_driver_stops_the_member_without_decoding_it() -> None:
+    (member_end, member_frames), (driver_end, _) = proven_pair()
+    state = ControlState(ControlConnection(member_end, member_frames), threading.Event())
+    reader = threading.Thread(target=state.read)
+    try:
+        reader.start()
+        driver_end.sendall(struct.pack("<I", 8) + b"\0" * 32 + b"cos\nsystem\n")  # a pickle
+        reader.join(WAIT)
+        assert not reader.is_alive()
+        assert state.stop_reason is not None and "failed authentication" in state.stop_reason
+    finally:
+        member_end.close()
+        driver_end.close()

@@ -37,7 +37,7 @@ from jetspark.core.runtime.snapshot import SnapshotCoordinator
 from jetspark.core.snapshot_store import DirectorySnapshotStore, held_by
 from jetspark.core.spark.continuous import control
 from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError
-from jetspark.core.spark.continuous.frames import CONTROL, DRIVER, Frames
+from jetspark.core.spark.continuous.frames import CONTROL, DRIVER, ForgedFrameError, Frames
 from jetspark.core.spark.continuous.security import ChannelSecurity
 from jetspark.core.spark.continuous.settings import ContinuousSettings
 from jetspark.core.spark.continuous.sockets import Gate, connect, listen
@@ -87,6 +87,10 @@ class ControlState:
                 message = self.connection.receive()
             except SilentPeerError as silence:
                 self._stop(f"the driver's coordinator is gone or unreachable ({silence})")
+                return
+            except ForgedFrameError as forged:  # never decoded: the connection is dropped
+                _log.warning("%s; the connection to the driver is dropped", forged)
+                self._stop(f"the connection to the driver's coordinator broke: {forged}")
                 return
             if message is None:
                 self._stop("the driver's coordinator is gone")
