@@ -3,9 +3,12 @@
 `python spark_cluster_child.py MASTER WORK MODE` prints one JSON line:
 
 - `executor-kill`: a batch job of four stages (a round-robin distributed edge fed by a
-  shuffle, then a partitioned count) whose last stage is slow; while that stage runs, this
-  driver kills one executor's JVM with SIGKILL, once. Spark re-runs the lost map outputs and
-  tasks; prints the counts and whether an executor was killed.
+  shuffle, then a partitioned count) whose last stage waits for a gate (a file); once that
+  stage runs tasks, this driver kills one of its executors' JVMs with SIGKILL, then opens the
+  gate, so the kill falls in the last stage however fast or slow the machine. Spark re-runs
+  the lost map outputs and tasks; prints the counts and whether an executor was killed.
+- `continuous-executor-kill`: the same DAG, CONTINUOUS, its source gated half-way; one of
+  the application's executors is killed once a snapshot is committed, then the gate opens.
 - `unbounded N`: the unbounded sliding-window job of test_streaming_conformance.py (an endless
   journal, exactly-once into transactional files in WORK/out), continuing from the snapshots in
   WORK/snapshots, cancelled once N batches of this run are committed; prints the batches run.
@@ -17,6 +20,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import json
 import logging
@@ -55,15 +59,23 @@ def _slowly(n: int) -> int:
     return n
 
 
-def four_stage_dag(numbers_source: Any = None) -> DAG:
+def _once_open(gate: str, n: int) -> int:
+    """`n`, once the file `gate` exists."""
+    while not os.path.exists(gate):
+        time.sleep(0.01)
+    return n
+
+
+def four_stage_dag(numbers_source: Any = None, last_stage_fn: Any = _slowly) -> DAG:
     """numbers -(partitioned)-> spread -(round robin)-> tag -(partitioned by key)-> slow ->
     count -> sink: the last stage (slow, count, sink) reads what the round-robin edge, fed by a
-    shuffle, routed. `numbers_source`: the numbers' supplier (default `generate_p(NUMBERS)`)."""
+    shuffle, routed. `numbers_source`: the numbers' supplier (default `generate_p(NUMBERS)`);
+    `last_stage_fn`: what `slow` maps each number with."""
     dag = DAG("executor-kill")
     numbers = dag.new_vertex("numbers", numbers_source or generate_p(NUMBERS))
     spread = dag.new_vertex("spread", map_p(_identity))
     tag = dag.new_vertex("tag", map_p(_key))
-    slow = dag.new_vertex("slow", map_p(_slowly))
+    slow = dag.new_vertex("slow", map_p(last_stage_fn))
     count = dag.new_vertex("count", aggregate_by_key_p(_identity, counting()))
     sink = dag.new_vertex("sink", write_map_p("counts"))
     dag.edge(between(numbers, spread).distributed().partitioned(_identity))
@@ -78,44 +90,51 @@ def _identity(item: Any) -> Any:
     return item
 
 
-def _executor_pids() -> list[int]:
-    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+def _executor_pids(context: SparkContext) -> list[int]:
+    """The executor JVMs of `context`'s application (other applications' executors on this
+    machine, of other test runs, are left alone)."""
+    listing = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True)
+    application = f"--app-id {context.applicationId} "
     return [
         int(line.split()[0])
-        for line in listing.splitlines()
-        if "CoarseGrainedExecutorBackend" in line
+        for line in listing.stdout.splitlines()
+        if "CoarseGrainedExecutorBackend" in line and application in f"{line} "
     ]
 
 
-def _kill_an_executor_in_the_last_stage(
-    context: SparkContext, group: str, killed: list[int]
-) -> None:
-    """Kills one executor JVM once the last stage of the job group `group` runs tasks."""
-    tracker = context.statusTracker()
-    while not killed:
-        for job_id in tracker.getJobIdsForGroup(group):
-            job = tracker.getJobInfo(job_id)
-            if job is None or not job.stageIds:
-                continue
-            last = tracker.getStageInfo(max(job.stageIds))
-            pids = _executor_pids()
-            if last is not None and last.numActiveTasks > 0 and pids:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(pids[0])
-                return
-        time.sleep(0.05)
-
-
-def _kill_an_executor_after_a_commit(snapshots: str, gate: str, killed: list[int]) -> None:
-    """Kills one executor JVM once a snapshot is committed in `snapshots`, then opens `gate`
-    (a file), so the job cannot have ended before the kill, however fast it runs."""
-    while not glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST")):
-        time.sleep(0.05)
-    pids = _executor_pids()
+def _kill_an_executor(context: SparkContext, gate: str, killed: list[int]) -> None:
+    """Kills one executor JVM of `context`'s application, then opens `gate` (a file)."""
+    pids = _executor_pids(context)
     if pids:
         os.kill(pids[0], signal.SIGKILL)
         killed.append(pids[0])
     open(gate, "w").close()
+
+
+def _kill_an_executor_in_the_last_stage(
+    context: SparkContext, group: str, gate: str, killed: list[int]
+) -> None:
+    """Kills one executor JVM once the last stage of the job group `group` runs tasks (they
+    wait for `gate`), then opens the gate."""
+    tracker = context.statusTracker()
+    while True:
+        for job_id in tracker.getJobIdsForGroup(group):
+            job = tracker.getJobInfo(job_id)
+            last = tracker.getStageInfo(max(job.stageIds)) if job and job.stageIds else None
+            if last is not None and last.numActiveTasks > 0:
+                _kill_an_executor(context, gate, killed)
+                return
+        time.sleep(0.05)
+
+
+def _kill_an_executor_after_a_commit(
+    context: SparkContext, snapshots: str, gate: str, killed: list[int]
+) -> None:
+    """Kills one executor JVM once a snapshot is committed in `snapshots`, then opens `gate`,
+    so the job cannot have ended before the kill, however fast it runs."""
+    while not glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST")):
+        time.sleep(0.05)
+    _kill_an_executor(context, gate, killed)
 
 
 class GatedNumbers(AbstractProcessor):
@@ -182,7 +201,9 @@ def main(master: str, work: str, mode: str, n: int) -> None:
         killed = []
         gate = os.path.join(work, "gate")
         threading.Thread(
-            target=_kill_an_executor_after_a_commit, args=(snapshots, gate, killed), daemon=True
+            target=_kill_an_executor_after_a_commit,
+            args=(context, snapshots, gate, killed),
+            daemon=True,
         ).start()
         source = ProcessorMetaSupplier.of(lambda: GatedNumbers(gate))
         job = engine.new_job(
@@ -196,10 +217,11 @@ def main(master: str, work: str, mode: str, n: int) -> None:
     elif mode == "executor-kill":
         engine = SparkEngine(context, members=3)
         killed: list[int] = []
-        job = engine.new_job(four_stage_dag())
+        gate = os.path.join(work, "gate")
+        job = engine.new_job(four_stage_dag(last_stage_fn=functools.partial(_once_open, gate)))
         threading.Thread(
             target=_kill_an_executor_in_the_last_stage,
-            args=(context, job.group, killed),
+            args=(context, job.group, gate, killed),
             daemon=True,
         ).start()
         job.join(600)

@@ -28,7 +28,6 @@ from user_project import run_driver, write_project
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
 WORKER_HASH_SEEDS = ("11", "22")
-READY_TIMEOUT = 90.0
 
 
 def _free_port() -> int:
@@ -78,12 +77,12 @@ def _start(
 
 
 def _wait_for_workers(web_ui_port: int, processes: dict[Path, subprocess.Popen[bytes]]) -> None:
-    """Returns once the master lists every worker as ALIVE; fails with the logs if a process
-    exits or READY_TIMEOUT passes first."""
-    deadline = time.monotonic() + READY_TIMEOUT
+    """Returns once the master lists every worker as ALIVE, however long their JVMs take to
+    start on a loaded machine (the test's timeout bounds it); fails with the logs if a process
+    exits first."""
     while _alive_workers(web_ui_port) < len(WORKER_HASH_SEEDS):
         exited = [log.name for log, process in processes.items() if process.poll() is not None]
-        if exited or time.monotonic() > deadline:
+        if exited:
             tails = "\n".join(f"--- {log.name}\n{log.read_text()[-2000:]}" for log in processes)
             pytest.fail(f"the cluster did not start (exited: {exited}):\n{tails}")
         time.sleep(0.5)
