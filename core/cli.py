@@ -515,6 +515,7 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
             _say(f"deriving the stopwords in the index job: {derived}")
         else:
             _say(f"using {len(stopwords):,} stopwords from {args.stopwords}")
+        _check_index_shared(session.engine, index_path, args.index)
         _say(f"building the index on {session.description} into {index_path} ...")
         job_started = time.monotonic()
         index = write_index(
@@ -643,6 +644,39 @@ def _probe_writable(path: str) -> None:
         os.remove(probe)
     except OSError as error:
         raise InputError(f"cannot write {path!r}: {error.strerror or error}") from error
+
+
+def _check_index_shared(engine: Any, index_path: str, given: str) -> None:
+    """InputError when some executors of a Spark cluster do not see the directory where the
+    partitioned index goes (its parts are written by the tasks), before the job runs."""
+    from jetspark.processors.tfidf import DEFAULT_INDEX_PATH, InputError
+    from jetspark.processors.tfidf.parts import is_single_file
+
+    context = getattr(engine, "context", None)
+    if context is None or is_single_file(index_path):
+        return
+    from jetspark.core.spark.session import master_of
+    from jetspark.core.spark.shared_storage import hosts_not_seeing
+
+    master = master_of(context)
+    if master.startswith("local"):
+        return
+    parent = os.path.dirname(index_path)
+    missing = hosts_not_seeing(context, parent)
+    if missing:
+        default = (
+            f" (the default, ./{DEFAULT_INDEX_PATH}, is in the directory the command runs in, "
+            "on this machine)"
+            if given == DEFAULT_INDEX_PATH
+            else ""
+        )
+        raise InputError(
+            "--index must be a directory every executor reaches at the same path (shared "
+            f"storage): on the cluster {master} the executors write the index's parts, and "
+            f"those on {', '.join(missing)} do not see {parent}, where {index_path} goes"
+            f"{default}. Give --index a directory on shared storage, or an OUT ending in "
+            ".msgpack (one file, written by the driver: small corpora)"
+        )
 
 
 def _check_text_file(path: str, what: str) -> None:

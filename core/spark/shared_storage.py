@@ -8,15 +8,19 @@ in both streaming modes: it opens every part as the member that wrote it reporte
 (`check_parts`) and looks for every file the transactional sinks sealed for the snapshot
 (`check_sealed`). Nothing of the snapshot is committed or published before these checks; one
 that fails fails the job at once, naming the part or vertex, the member or processor and its
-host, since running the job again would fail the same way.
+host, since running the job again would fail the same way. A directory a job's tasks write for
+the driver, such as `jetspark tfidf`'s index, can be checked before the job (`hosts_not_seeing`).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from jetspark.core.errors import JobFailedError, SnapshotError
@@ -30,6 +34,25 @@ def task_host() -> str:
     name = socket.gethostname()
     address = os.environ.get("SPARK_LOCAL_IP")
     return f"{name} ({address})" if address and address != name else name
+
+
+def hosts_not_seeing(context: Any, parent: str) -> list[str]:
+    """The hosts (`task_host`) of the executors of SparkContext `context` that do not see a
+    directory the driver makes in `parent` (and removes again): one task per task slot of the
+    cluster looks for it, so a directory of the driver's own is found out before a job writes
+    there."""
+    probe = tempfile.mkdtemp(prefix=".jetspark-shared-", dir=parent)
+    try:
+        slots = max(context.defaultParallelism, 1)
+        tasks = context.parallelize(range(slots), slots)
+        seen = tasks.map(partial(_sees, probe)).collect()
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    return sorted({host for host, present in seen if not present})
+
+
+def _sees(directory: str, _task: int) -> tuple[str, bool]:
+    return task_host(), os.path.isdir(directory)
 
 
 @dataclass(frozen=True)

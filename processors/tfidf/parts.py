@@ -32,6 +32,7 @@ import hashlib
 import heapq
 import os
 import shutil
+import socket
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -41,7 +42,9 @@ from typing import IO, Any
 import msgpack
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import Context
 from jetspark.core.files import create_exclusive
+from jetspark.core.outbox import Outbox
 from jetspark.partitioning import partition_id
 from jetspark.processors.tfidf.errors import InputError
 from jetspark.processors.tfidf.index import (
@@ -93,6 +96,15 @@ class WriteIndexPartsP(AbstractProcessor):
         self._directory = directory
         self._parts: dict[int, _Part] = {}
         self._packer = msgpack.Packer(use_bin_type=True)
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        if not os.path.isdir(self._directory):
+            raise FileNotFoundError(
+                f"the index directory {self._directory!r} is not on {socket.gethostname()}: "
+                "the sink's tasks write the index's parts there, so on a cluster it must be a "
+                "directory every executor reaches at the same path (shared storage)"
+            )
 
     def try_process0(self, item: Any) -> bool:
         word, postings = item
