@@ -156,6 +156,11 @@ class SnapshotCoordinator:
             self._finals[key] = ProcessorSnapshot(data, completed=True)
             self._final_uncommitted.add(key)
 
+    def holds(self, key: ProcessorKey, snapshot_id: int) -> bool:
+        """Whether processor `key`, which saved `snapshot_id`, must wait before it goes on:
+        never here (a continuous member holds its sinks until it sent their writes for it)."""
+        return False
+
     # --------------------------------------------------------- the driver side
 
     def request_snapshot(self) -> None:

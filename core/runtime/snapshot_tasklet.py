@@ -14,7 +14,8 @@ On top of ProcessorTasklet's states it has:
   `requested_id` rises. While items left in an inbox (backpressure) hold the save back, and
   throughout a micro-batch, the inboxes' `must_drain` is set.
 - barrier: once the outbox is empty, `SnapshotBarrier(id)` goes to every outbound queue; the
-  aligner is released and the held-back queues are drained again.
+  aligner is released and the held-back queues are drained again, once the coordinator no
+  longer holds the processor (`holds`: a continuous member's sinks, until it sent their writes).
 - final save: after `complete()` returns True, `save_to_snapshot()` is called once more; that
   final state stands for the processor in every later snapshot, then DONE_ITEM goes out.
 
@@ -315,8 +316,15 @@ class SnapshottingTasklet(ProcessorTasklet):
         self._aligner.release()
         for stream in self.streams:
             stream.unblock()
-        # one step of the resumed state in this same call, so that snapshots started back to
-        # back still leave the processor a callback in between
+        self._state = self._held
+        return self._held() | MADE_PROGRESS
+
+    def _held(self) -> int:
+        """Goes on after a save once the coordinator no longer holds the processor; one step
+        of the resumed state in this same call, so that snapshots started back to back still
+        leave the processor a callback in between."""
+        if self._coordinator.holds(self.key, self._saved_id):
+            return NO_PROGRESS
         self._state = self._resume
         return self._resume() | MADE_PROGRESS
 

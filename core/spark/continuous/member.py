@@ -9,7 +9,9 @@ every processor completed, the driver stops it, or a processor fails.
 Snapshots (`MemberSnapshots`): the driver asks for snapshot N; once no processor delays
 snapshots (priorities, a restore under way), the member's sources save and emit barrier N, which
 flow through queues and streams like any item; when every processor of the member saved N, the
-member writes its part into the snapshot store and reports it; the driver commits N once every
+member sends its sinks' writes so far, writes its part into the snapshot store and reports it; a
+sink (a vertex without outbound edges) that saved N waits until those writes are sent, so that
+the writes counted in N are all from before its barrier. The driver commits N once every
 member's part is in and says so; only then do the processors learn of the commit
 (`snapshot_committed`), which is when transactional sinks publish (Jet's second phase).
 """
@@ -147,6 +149,10 @@ class MemberSnapshots(SnapshotCoordinator):
         self._before_part = before_part
         self._part_name = f"member{member}-{welcome.epoch}"
         self._awaiting_commit = False
+        self._writes_sent_id = welcome.first_snapshot_id - 1
+        """The last snapshot whose sink writes this member sent (just before its part)."""
+        senders = {edge.source_name for edge in plan.edges}
+        self._sinks = frozenset(name for name in plan.vertices if name not in senders)
         vertices = list(plan.vertices)
         restore = welcome.restore
         self._routed = restore.route(plan, member, vertices) if restore is not None else None
@@ -154,6 +160,11 @@ class MemberSnapshots(SnapshotCoordinator):
     def restored(self, vertex: str, index: int) -> RestoredProcessor | None:
         """What the processor restores (None when the run starts afresh)."""
         return None if self._routed is None else self._routed[(vertex, index)]
+
+    def holds(self, key: tuple[str, int], snapshot_id: int) -> bool:
+        """A sink that saved `snapshot_id` waits until the member sent the writes that snapshot
+        counts: a write in between would be sent with them and come again after a restore."""
+        return key[0] in self._sinks and self._writes_sent_id < snapshot_id
 
     def tick(self) -> None:
         """Starts the snapshot the driver asked for, reports the member's part once every
@@ -176,6 +187,7 @@ class MemberSnapshots(SnapshotCoordinator):
         with self._lock:
             states = {**self._states, **self._finals}
         self._before_part()  # the sinks' writes before this part belong to this snapshot
+        self._writes_sent_id = self.requested_id  # the held sinks' next ones to the next
         tag_ = self._store.write_part(self.requested_id, self._part_name, states)
         vertex_bytes: dict[str, int] = {}
         for (vertex, _), saved in states.items():
