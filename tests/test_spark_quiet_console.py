@@ -263,3 +263,27 @@ def test_a_driver_stopping_right_after_its_job_prints_nothing_on_stderr(cluster)
         assert done.returncode == 0, done.stderr
         assert done.stdout == "[('a', 2), ('b', 1)]\n"
         assert noise_in(done.stderr) == []
+
+
+A_SCRIPT_THAT_NEVER_STOPS_ITS_CONTEXT = """
+from jetspark.core.spark.session import create_context
+
+context = create_context("local[1]", "never-stopped")
+print(context.parallelize(range(4), 2).map(lambda n: n * n).sum())
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_the_run_that_records_the_class_archive_ends_without_a_traceback(tmp_path):
+    """The recording ends the driver JVM at the process's exit, while the context the script
+    never stopped still has its accumulator server connected (PySpark's EOFError traceback,
+    'Exception occurred during processing of request', before)."""
+    environment = {**os.environ, "JETSPARK_CLASS_ARCHIVE": str(tmp_path / "archives")}
+    command = [sys.executable, "-c", A_SCRIPT_THAT_NEVER_STOPS_ITS_CONTEXT]
+    done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=540)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "14\n"
+    assert list((tmp_path / "archives").glob("driver-*.jsa")), done.stderr  # it recorded
+    assert noise_in(done.stderr) == []

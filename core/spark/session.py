@@ -17,6 +17,7 @@ defaults only where the user set nothing. A user's own context is used as it is.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -310,13 +311,22 @@ def stop_context(context: SparkContext, *, end_jvm: bool = False) -> None:
     """
     server = getattr(context, "_accumulatorServer", None)
     context._accumulatorServer = None  # type: ignore[assignment]
+    if end_jvm:
+        _quiet_when_the_jvm_ends(server)
     context.stop()
     if server is not None:
-        if end_jvm:  # the JVM's exit closes its connection to the server: no error to print
-            server.handle_error = _ignore_request_error
         threading.Thread(target=server.shutdown, name="stop-accumulators", daemon=True).start()
     if end_jvm:
         _end_driver_jvm()
+
+
+def _quiet_when_the_jvm_ends(server: Any) -> None:
+    """Lets PySpark's accumulator `server` (None: the active context's) see the driver JVM's
+    exit, which closes its connection, without printing a traceback of the EOFError."""
+    if server is None:
+        server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = _ignore_request_error
 
 
 def _ignore_request_error(request: Any, client_address: Any) -> None:
@@ -362,6 +372,7 @@ def _launch_gateway(conf: SparkConf, master: str, *, quiet: bool) -> Any:
         _own_gateway = gateway
     else:
         recording.finish_at_exit(gateway)
+        atexit.register(_quiet_when_the_jvm_ends, None)  # before the recording ends the JVM
     return gateway
 
 
