@@ -15,12 +15,12 @@ after it; the model is loaded when the next batch of items needs it, and
 `predict_batch(model, items)` gives one result per item. Items that arrive before the first
 reference are held by the processor, up to `max_items_waiting`, and predicted by the first
 model, before anything else (watermarks pass them meanwhile); past that bound the processor
-leaves its ordinal-0 inbox as it is (backpressure: the runtime then reads ordinal 1 alone) and
-logs one warning, until a reference comes, or the runtime needs the inbox emptied
-(`ArrayDequeInbox.must_drain`: a snapshot's barrier came in on every input, or a micro-batch
-is to end), when it holds them all. From the first reference on, every item stays in the inbox
-until its result is accepted, which is backpressure too. Non-cooperative: loading a model
-blocks.
+leaves its ordinal-0 inbox as it is (backpressure: the runtime then reads ordinal 1 alone),
+and the vertex logs one warning per member, until a reference comes, or the runtime needs the
+inbox emptied (`ArrayDequeInbox.must_drain`: a snapshot's barrier came in on every input, or a
+micro-batch is to end), when it holds them all. From the first reference on, every item stays
+in the inbox until its result is accepted, which is backpressure too. Non-cooperative: loading
+a model blocks.
 
 Snapshot: the reference, never the model, under a broadcast key, so every processor restored at
 any parallelism loads the same model again (the oldest reference among the saved processors',
@@ -170,6 +170,22 @@ class MapBatchedP(AbstractProcessor):
         self._mapper.drain(_queue_of(inbox))
 
 
+class _Once:
+    """True from `first()` once, for all processors of a vertex in one process (a member):
+    `list.pop` is atomic, and the object pickles with its vertex's supplier."""
+
+    __slots__ = ("_left",)
+
+    def __init__(self) -> None:
+        self._left = [True]
+
+    def first(self) -> bool:
+        try:
+            return self._left.pop()
+        except IndexError:
+            return False
+
+
 class MapUsingModelP(AbstractProcessor):
     """Predicts the items of ordinal 0 in batches with the model of the latest reference of
     ordinal 1 (module docstring). Non-cooperative."""
@@ -180,12 +196,14 @@ class MapUsingModelP(AbstractProcessor):
         predict_batch: Callable[[Any, list[Any]], Sequence[Any]],
         max_batch_size: int,
         max_items_waiting: int = DEFAULT_MAX_ITEMS_WAITING,
+        warning: _Once | None = None,
     ) -> None:
         self._load_model = load_model
         self._predict_batch = predict_batch
         self._max_batch_size = max_batch_size
         self._max_items_waiting = max_items_waiting
-        self._warned = False
+        self._warning = _Once() if warning is None else warning
+        """Shared by the processors of the vertex in one process: one warning among them."""
         self._reference: Any = NOTHING
         self._references_taken = 0
         """References taken from ordinal 1 so far (restored with the reference)."""
@@ -225,8 +243,7 @@ class MapUsingModelP(AbstractProcessor):
             return
         for _ in range(room):
             self._waiting.append(inbox.remove())
-        if not self._warned:
-            self._warned = True
+        if self._warning.first():
             self.context.logger.warning(
                 "vertex '%s': %d items wait for the first model reference on inbound ordinal "
                 "1; taking no more items from ordinal 0 until one comes (backpressure; "
@@ -333,4 +350,7 @@ def map_using_model_p(
     docstring). Non-cooperative."""
     _check_batch_size("map_using_model_p", max_batch_size)
     _check_batch_size("map_using_model_p", max_items_waiting, "max_items_waiting")
-    return lambda: MapUsingModelP(load_model, predict_batch, max_batch_size, max_items_waiting)
+    warning = _Once()
+    return lambda: MapUsingModelP(
+        load_model, predict_batch, max_batch_size, max_items_waiting, warning
+    )
