@@ -7,14 +7,13 @@
   stage runs tasks, this driver kills one of its executors' JVMs with SIGKILL, then opens the
   gate, so the kill falls in the last stage however fast or slow the machine. Spark re-runs
   the lost map outputs and tasks; prints the counts and whether an executor was killed.
-- `continuous-executor-kill`: the same DAG, CONTINUOUS, its source gated half-way; one of
-  the application's executors is killed once a snapshot is committed, then the gate opens.
+- `continuous-executor-kill`, `continuous-python-worker-kill`: the same DAG, CONTINUOUS on 2
+  members, exactly-once, its source gated half-way; once a snapshot is committed, one of the
+  application's executors is killed, or a Python worker of the job kills itself at its next
+  item, and the gate opens; prints the counts, the restarts and the `jetspark.spark` warnings.
 - `unbounded N`: the unbounded sliding-window job of test_streaming_conformance.py (an endless
   journal, exactly-once into transactional files in WORK/out), continuing from the snapshots in
   WORK/snapshots, cancelled once N batches of this run are committed; prints the batches run.
-- `continuous-executor-kill`: the four-stage job CONTINUOUS on 2 members, exactly-once; one
-  executor JVM killed with SIGKILL after the first commit; prints the counts, the restarts and
-  the `jetspark.spark` warnings.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ import threading
 import time
 from typing import Any
 
+from fault_tolerance_jobs import SignalOnce
 from pyspark import SparkContext
 from test_streaming_conformance import unbounded_windows_dag
 
@@ -66,14 +66,17 @@ def _once_open(gate: str, n: int) -> int:
     return n
 
 
-def four_stage_dag(numbers_source: Any = None, last_stage_fn: Any = _slowly) -> DAG:
+def four_stage_dag(
+    numbers_source: Any = None, last_stage_fn: Any = _slowly, spreading: Any = None
+) -> DAG:
     """numbers -(partitioned)-> spread -(round robin)-> tag -(partitioned by key)-> slow ->
     count -> sink: the last stage (slow, count, sink) reads what the round-robin edge, fed by a
     shuffle, routed. `numbers_source`: the numbers' supplier (default `generate_p(NUMBERS)`);
-    `last_stage_fn`: what `slow` maps each number with."""
+    `last_stage_fn`: what `slow` maps each number with; `spreading`: what `spread` maps each
+    number with (default: nothing)."""
     dag = DAG("executor-kill")
     numbers = dag.new_vertex("numbers", numbers_source or generate_p(NUMBERS))
-    spread = dag.new_vertex("spread", map_p(_identity))
+    spread = dag.new_vertex("spread", map_p(spreading or _identity))
     tag = dag.new_vertex("tag", map_p(_key))
     slow = dag.new_vertex("slow", map_p(last_stage_fn))
     count = dag.new_vertex("count", aggregate_by_key_p(_identity, counting()))
@@ -132,9 +135,22 @@ def _kill_an_executor_after_a_commit(
 ) -> None:
     """Kills one executor JVM once a snapshot is committed in `snapshots`, then opens `gate`,
     so the job cannot have ended before the kill, however fast it runs."""
+    _wait_for_a_commit(snapshots)
+    _kill_an_executor(context, gate, killed)
+
+
+def _open_after_a_commit(
+    context: SparkContext, snapshots: str, gate: str, killed: list[int]
+) -> None:
+    """Opens `gate` once a snapshot is committed in `snapshots` (a Python worker of the job
+    then kills itself at its next item: `SignalOnce`)."""
+    _wait_for_a_commit(snapshots)
+    open(gate, "w").close()
+
+
+def _wait_for_a_commit(snapshots: str) -> None:
     while not glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST")):
         time.sleep(0.05)
-    _kill_an_executor(context, gate, killed)
 
 
 class GatedNumbers(AbstractProcessor):
@@ -187,33 +203,41 @@ class Warnings(logging.Handler):
         return handler
 
 
+def _continuous_kill(context: SparkContext, work: str, mode: str) -> None:
+    """The four-stage job CONTINUOUS on 2 members, exactly-once: once a snapshot committed, an
+    executor JVM is killed (`continuous-executor-kill`) or a Python worker kills itself at its
+    next item (`continuous-python-worker-kill`); prints the counts, what was killed, the
+    restarts and the warnings."""
+    warnings = Warnings.kept()
+    engine = SparkEngine(context, members=2)
+    snapshots = os.path.join(work, "snapshots")
+    config = JobConfig(
+        processing_guarantee=Guarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=200,
+        execution_mode=ExecutionMode.CONTINUOUS,
+    )
+    killed: list[int] = []
+    gate, marker = os.path.join(work, "gate"), os.path.join(work, "killed")
+    executor = mode == "continuous-executor-kill"
+    opener = _kill_an_executor_after_a_commit if executor else _open_after_a_commit
+    threading.Thread(target=opener, args=(context, snapshots, gate, killed), daemon=True).start()
+    source = ProcessorMetaSupplier.of(lambda: GatedNumbers(gate))
+    spreading = None if executor else SignalOnce(signal.SIGKILL, 1, snapshots, marker)
+    dag = four_stage_dag(source, spreading=spreading)
+    job = engine.new_job(dag, config, snapshot_store=DirectorySnapshotStore(snapshots))
+    job.join(600)
+    if os.path.exists(marker):
+        with open(marker) as killed_worker:
+            killed.append(int(killed_worker.read()))
+    counts = sorted(engine.get_map("counts").items())
+    output = {"counts": counts, "killed": killed, "restarts": job.metrics.restarts}
+    print(json.dumps({**output, "warnings": warnings.messages}))
+
+
 def main(master: str, work: str, mode: str, n: int) -> None:
     context = create_context(master, f"jetspark-{mode}")
-    if mode == "continuous-executor-kill":
-        warnings = Warnings.kept()
-        engine = SparkEngine(context, members=2)
-        snapshots = os.path.join(work, "snapshots")
-        config = JobConfig(
-            processing_guarantee=Guarantee.EXACTLY_ONCE,
-            snapshot_interval_millis=200,
-            execution_mode=ExecutionMode.CONTINUOUS,
-        )
-        killed = []
-        gate = os.path.join(work, "gate")
-        threading.Thread(
-            target=_kill_an_executor_after_a_commit,
-            args=(context, snapshots, gate, killed),
-            daemon=True,
-        ).start()
-        source = ProcessorMetaSupplier.of(lambda: GatedNumbers(gate))
-        job = engine.new_job(
-            four_stage_dag(source), config, snapshot_store=DirectorySnapshotStore(snapshots)
-        )
-        job.join(600)
-        counts = sorted(engine.get_map("counts").items())
-        restarts = job.metrics.restarts
-        output = {"counts": counts, "killed": killed, "restarts": restarts}
-        print(json.dumps({**output, "warnings": warnings.messages}))
+    if mode in ("continuous-executor-kill", "continuous-python-worker-kill"):
+        _continuous_kill(context, work, mode)
     elif mode == "executor-kill":
         engine = SparkEngine(context, members=3)
         killed: list[int] = []

@@ -63,21 +63,31 @@ def test_an_unbounded_job_cancelled_and_continued_on_the_cluster(
     assert windows and max(windows.values()) == 1
 
 
-def test_an_executor_killed_mid_job_restarts_a_continuous_job_exactly(
+@pytest.mark.parametrize(
+    ("kill", "reason"),
+    [
+        ("executor", r"ExecutorLostFailure \(executor \d+ exited [^;]*"),
+        ("python-worker", r"Python worker exited unexpectedly \(crashed\)"),
+    ],
+)
+def test_a_continuous_job_killed_mid_job_restarts_exactly_naming_the_lost_member(
     cluster: str,  # noqa: F811
     tmp_path: Path,
+    kill: str,
+    reason: str,
 ) -> None:
-    """CONTINUOUS on the cluster (one member per worker): an executor JVM killed with SIGKILL
-    after the first commit fails the barrier stage; the job restarts from its last snapshot by
-    itself and the counts are exact."""
-    output = run_child(cluster, tmp_path, "continuous-executor-kill")
+    """CONTINUOUS on the cluster (one member per worker): an executor JVM killed with SIGKILL,
+    or a member's Python worker, after the first commit fails the barrier stage; the job
+    restarts from its last snapshot by itself, the counts are exact, and the log names the
+    lost member, its host, its executor and Spark's reason (issue #35)."""
+    output = run_child(cluster, tmp_path, f"continuous-{kill}-kill")
     expected = Counter(n % child.KEYS for n in range(child.NUMBERS))
-    assert output["killed"], "no executor was running to be killed"
+    assert output["killed"], f"no {kill} was killed"
     assert output["restarts"] >= 1
     assert dict(map(tuple, output["counts"])) == dict(expected)
     warnings = "\n".join(output["warnings"])
-    assert re.search(  # which member, where, and Spark's reason (issue #35)
-        r"a member was lost: member [01] on host 127\.0\.0\.1, executor \d+ "
-        r"\(ExecutorLostFailure \(executor \d+ exited .*\); restart 1 of",
+    assert re.search(
+        rf"a member was lost: member [01] on host 127\.0\.0\.1, executor \d+ \({reason}\); "
+        r"restart 1 of",
         warnings,
     ), warnings
