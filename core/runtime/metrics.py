@@ -93,6 +93,11 @@ class JobMetrics:
     no task slot left for every member (SparkEngine continuous jobs)."""
     execution_mode: str = ""
     """How the job runs: "local", "stages", "micro_batch" or "continuous"."""
+    staged_bytes: int = 0
+    """SparkEngine continuous jobs with a guarantee: the sink writes (encoded bytes) the driver
+    holds until the snapshot they belong to commits."""
+    staged_bytes_peak: int = 0
+    """The most `staged_bytes` has been in this job (`spark.jetspark.staged.maxSize` bounds it)."""
 
     def of_vertex(self, vertex: str) -> list[ProcessorMetrics]:
         """The processors of `vertex`, by global index."""

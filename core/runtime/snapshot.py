@@ -72,6 +72,10 @@ class SnapshotCoordinator:
     emitted then, which it must emit again, exactly."""
     carried_watermarks: Mapping[ProcessorKey, CarriedWatermarks] = MappingProxyType({})
     """Micro-batch runs: each processor's coalescer state at the end of the previous batch."""
+    holding_back: bool = False
+    """True while processors that saved the snapshot under way must wait for its commit (a
+    continuous member whose sink writes the driver holds are over its share): their further
+    output belongs to a later snapshot, so the one under way never waits for them."""
 
     def __init__(
         self,

@@ -164,9 +164,17 @@ class SnapshottingTasklet(ProcessorTasklet):
         )
 
     def call(self) -> int:
-        """Delivers a commit the coordinator made since the last call, then one step."""
+        """Delivers a commit the coordinator made since the last call, then one step, unless
+        the coordinator holds back processors that saved the snapshot under way and this one
+        did and forwarded its barrier."""
         if self._commit_owed():
             self._tell_committed()
+        if (
+            self._uncommitted
+            and self._coordinator.holding_back
+            and self._state != self._emit_barrier
+        ):
+            return NO_PROGRESS
         return super().call()
 
     def owed_commit(self) -> Callable[[], None] | None:

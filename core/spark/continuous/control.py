@@ -47,6 +47,9 @@ FINISHED = "finished"
 """The member's processors all completed."""
 FAILED = "failed"
 """The facts of a processor's failure (see failures.task_failure)."""
+PENDING = "pending"
+"""(snapshot id, ["vertex#index", ...]): the member's processors that have not saved the
+snapshot under way yet (sent now and then while it waits for them)."""
 
 # driver -> member
 WELCOME = "welcome"

@@ -20,6 +20,12 @@ Before the manifest the coordinator checks that it reads every part of N and see
 the members' transactional sinks sealed for N (shared_storage.py): a store or sink directory
 that is not shared fails the job at once, before anything of N counts.
 
+The sinks' writes a member sends wait on the driver until the snapshot they belong to commits.
+They are bounded (`spark.jetspark.staged.maxSize`): each member holds back its processors that
+saved the snapshot under way once the driver holds more than its share of them (member.py),
+and past the bound the next snapshot starts at once. A snapshot under way is logged every
+`spark.jetspark.snapshot.waitLogInterval` with the processors it waits on.
+
 A member of the current epoch that sends nothing, not even a heartbeat, for the liveness timeout
 is lost: the coordinator stops the epoch's members, so that the stage fails and the run loop
 restarts the job (`lost` says why).
@@ -34,6 +40,7 @@ import pickle
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from jetspark.core.config import JobConfig
@@ -51,7 +58,7 @@ from jetspark.core.spark.continuous.frames import (
 )
 from jetspark.core.spark.continuous.member import Welcome
 from jetspark.core.spark.continuous.security import ChannelSecurity
-from jetspark.core.spark.continuous.settings import ContinuousSettings
+from jetspark.core.spark.continuous.settings import STAGED_MAX_SIZE, ContinuousSettings
 from jetspark.core.spark.continuous.sockets import Gate, listen
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.shared_storage import SealedFiles, check_parts, check_sealed
@@ -61,6 +68,8 @@ from jetspark.core.stores import Stores
 
 _log = logging.getLogger("jetspark.spark")
 
+wait_clock: Callable[[], float] = time.monotonic
+"""The clock of how long a snapshot has waited (tests advance one of their own)."""
 SETTLE_SECONDS = 5.0
 """After a failed stage, how long the coordinator waits for the members' last messages (a
 processor's failure report races with the stage's failure)."""
@@ -99,6 +108,24 @@ class _Epoch:
     """Member -> sink writes it sent since its last part (applied at the next commit)."""
     reported: dict[int, list[Any]] = dataclasses.field(default_factory=dict)
     """Member -> sink writes it sent before its part of the snapshot under way."""
+    staged_size: dict[int, int] = dataclasses.field(default_factory=dict)
+    """Member -> encoded bytes of its `staged` writes."""
+    reported_size: dict[int, int] = dataclasses.field(default_factory=dict)
+    """Member -> encoded bytes of its `reported` writes."""
+    waiting_since: float = 0.0
+    """When the snapshot under way started, by `wait_clock`."""
+    next_wait_log: float = 0.0
+    """How long it may wait before it is logged (again)."""
+    pending: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+    """Member -> its processors that have not saved the snapshot under way (as it said)."""
+
+    def held_bytes(self, member: int) -> int:
+        """The bytes of `member`'s writes the driver holds."""
+        return self.staged_size.get(member, 0) + self.reported_size.get(member, 0)
+
+    def staged_bytes(self) -> int:
+        """The bytes of every member's writes the driver holds."""
+        return sum(self.staged_size.values()) + sum(self.reported_size.values())
 
 
 class ContinuousCoordinator:
@@ -122,6 +149,9 @@ class ContinuousCoordinator:
         self._stores = stores
         self._store = store
         self._liveness = settings.liveness
+        self._staged_bound = settings.staged_bytes
+        self._wait_log_seconds = settings.wait_log_seconds
+        self._staged_peak = 0
         self._interval = config.snapshot_interval_millis / 1000
         self._max_restarts = max_restarts
         self.last_committed = restore_from
@@ -198,6 +228,8 @@ class ContinuousCoordinator:
             merged.snapshot_count = self._snapshot_count
             merged.restarts = self.restarts
             merged.rescales = self.rescales
+            merged.staged_bytes = self._epoch.staged_bytes() if self._epoch is not None else 0
+            merged.staged_bytes_peak = self._staged_peak
         merged.execution_mode = "continuous"
         return merged
 
@@ -349,7 +381,7 @@ class ContinuousCoordinator:
                 if self._store is None:
                     self._apply(payload)
                 else:
-                    epoch.staged.setdefault(member, []).extend(payload)
+                    self._stage(epoch, member, payload)
             elif kind == control.METRICS:
                 self._metrics[member] = pickle.loads(payload)
             elif kind == control.PART:
@@ -361,6 +393,19 @@ class ContinuousCoordinator:
                     self._all_finished(epoch)
             elif kind == control.FAILED:
                 self.processor_failure = self.processor_failure or payload
+            elif kind == control.PENDING and payload[0] == epoch.snapshot_id:
+                epoch.pending[member] = payload[1]
+
+    def _stage(self, epoch: _Epoch, member: int, records: list[Any]) -> None:
+        """Holds `member`'s sink writes until their snapshot commits; past the bound, the next
+        snapshot starts at once."""
+        epoch.staged.setdefault(member, []).extend(records)
+        size = sum(len(payload) for _, _, payload in records)
+        epoch.staged_size[member] = epoch.staged_size.get(member, 0) + size
+        staged = epoch.staged_bytes()
+        self._staged_peak = max(self._staged_peak, staged)
+        if staged > self._staged_bound and epoch.snapshot_id is None:
+            self._next_start = 0.0
 
     # ---------------------------------------------------------------- snapshots
 
@@ -370,6 +415,8 @@ class ContinuousCoordinator:
         while not self._closed.wait(tick):
             with self._lock:
                 epoch = self._epoch
+                if epoch is not None and epoch.snapshot_id is not None:
+                    self._log_wait(epoch, epoch.snapshot_id)
                 if (
                     epoch is None
                     or epoch.snapshot_id is not None
@@ -380,6 +427,34 @@ class ContinuousCoordinator:
                 ):
                     continue
                 self._try_to_start_snapshot(epoch)
+
+    def _log_wait(self, epoch: _Epoch, snapshot_id: int) -> None:
+        """Logs, every `spark.jetspark.snapshot.waitLogInterval`, how long the snapshot under
+        way has waited, on which processors, and what the driver holds for it meanwhile."""
+        waited = wait_clock() - epoch.waiting_since
+        if waited < epoch.next_wait_log:
+            return
+        epoch.next_wait_log = waited + self._wait_log_seconds
+        waiting_on = []
+        for member in range(self._members):
+            if member not in epoch.parts:
+                names = epoch.pending.get(member)
+                where = f"member {member}"
+                waiting_on.append(f"{', '.join(names)} on {where}" if names else where)
+        share = self._staged_bound // self._members
+        held = [m for m in sorted(epoch.members) if epoch.held_bytes(m) > share]
+        _log.warning(
+            "%s: snapshot %d has waited %.0f s on %s, which did not save it yet; the driver "
+            "holds %d bytes of sink writes until it commits (%s %d)%s",
+            self._job_name,
+            snapshot_id,
+            waited,
+            "; ".join(waiting_on) or "the driver's commit",
+            epoch.staged_bytes(),
+            STAGED_MAX_SIZE,
+            self._staged_bound,
+            f"; members {', '.join(map(str, held))} are held back over their share" if held else "",
+        )
 
     def _all_finished(self, epoch: _Epoch) -> None:
         """Every member finished: without a store the job completed; with one, the snapshot of
@@ -412,6 +487,8 @@ class ContinuousCoordinator:
             self._store.next_id(),
         )
         epoch.snapshot_id, epoch.started, epoch.parts = snapshot_id, time.monotonic(), {}
+        epoch.waiting_since, epoch.next_wait_log = wait_clock(), self._wait_log_seconds
+        epoch.pending = {}
         self._next_start = max(time.monotonic(), self._next_start) + self._interval
         _tell_all(epoch, control.SNAPSHOT, snapshot_id)
 
@@ -420,6 +497,7 @@ class ContinuousCoordinator:
             return
         epoch.parts[member] = part
         epoch.reported[member] = epoch.staged.pop(member, [])
+        epoch.reported_size[member] = epoch.staged_size.pop(member, 0)
         if len(epoch.parts) == self._members:
             self._commit(epoch, snapshot_id)
 
@@ -446,6 +524,7 @@ class ContinuousCoordinator:
         for member in sorted(epoch.reported):
             self._apply(epoch.reported[member])
         epoch.reported.clear()
+        epoch.reported_size.clear()
         vertex_bytes: dict[str, int] = {}
         for part in epoch.parts.values():
             for vertex, size in part.vertex_bytes.items():
@@ -475,6 +554,8 @@ class ContinuousCoordinator:
             self._apply(epoch.reported.get(member, []) + epoch.staged.get(member, []))
         epoch.reported.clear()
         epoch.staged.clear()
+        epoch.reported_size.clear()
+        epoch.staged_size.clear()
         self.completed.set()
         _tell_all(epoch, control.COMPLETED)
 

@@ -128,6 +128,34 @@ class _NoIds:
         return None
 
 
+class StagedWrites:
+    """A member's count of the sink writes (encoded bytes) it sent that the driver holds, not
+    applied yet: those since its last part, and those before it until that part commits. Over
+    `share`, the member holds back its processors that saved the snapshot under way."""
+
+    def __init__(self, share: int) -> None:
+        self.share = share
+        self.since_part = 0
+        self.before_part = 0
+
+    def sent(self, size: int) -> None:
+        """The member sent `size` more bytes of writes."""
+        self.since_part += size
+
+    def part_reported(self) -> None:
+        """The writes sent so far belong to the part just reported."""
+        self.before_part, self.since_part = self.since_part, 0
+
+    def committed(self) -> None:
+        """The driver applied the writes of the committed part."""
+        self.before_part = 0
+
+    @property
+    def over_share(self) -> bool:
+        """True while the driver holds more of this member's writes than its share."""
+        return self.before_part + self.since_part > self.share
+
+
 class MemberSnapshots(SnapshotCoordinator):
     """The snapshot coordinator of one member: the driver starts and commits (module docstring)."""
 
@@ -139,6 +167,7 @@ class MemberSnapshots(SnapshotCoordinator):
         store: DirectorySnapshotStore,
         state: ControlState,
         before_part: Callable[[], None],
+        staged: StagedWrites,
     ) -> None:
         super().__init__(plan, _NoIds(welcome.first_snapshot_id))  # type: ignore[arg-type]
         self._member = member
@@ -147,6 +176,7 @@ class MemberSnapshots(SnapshotCoordinator):
         assert isinstance(self._stores, SealingStores)
         self._state = state
         self._before_part = before_part
+        self._staged = staged
         self._part_name = f"member{member}-{welcome.epoch}"
         self._awaiting_commit = False
         self._writes_sent_id = welcome.first_snapshot_id - 1
@@ -168,7 +198,9 @@ class MemberSnapshots(SnapshotCoordinator):
 
     def tick(self) -> None:
         """Starts the snapshot the driver asked for, reports the member's part once every
-        processor saved it, and delivers the driver's commit."""
+        processor saved it, delivers the driver's commit, and holds back the processors that
+        saved it while the driver holds more than this member's share of sink writes."""
+        self.holding_back = self._staged.over_share
         if self._in_progress:
             if self._awaiting_commit:
                 if self._state.committed_id >= self.requested_id:
@@ -204,6 +236,7 @@ class MemberSnapshots(SnapshotCoordinator):
                 self._stores.take_sealed(),
             ),
         )
+        self._staged.part_reported()
         self._awaiting_commit = True
 
     def _committed(self) -> None:
@@ -217,6 +250,8 @@ class MemberSnapshots(SnapshotCoordinator):
             self._final_uncommitted.clear()
             self._in_progress = False
             self._awaiting_commit = False
+        self._staged.committed()
+        self.holding_back = self._staged.over_share
         # last: a processor that sees the commit may save the next snapshot at once
         self.committed_id = self.requested_id
         return finals
@@ -231,6 +266,15 @@ class MemberSnapshots(SnapshotCoordinator):
                 if id(tasklet) not in excluding:
                     steps.append((*key, "snapshot_committed", tasklet.final_state_committed))
         return steps + super().owed_commits(excluding)
+
+    def pending(self) -> tuple[int, list[str]] | None:
+        """(the snapshot under way, its processors here that have not saved it yet), or None
+        when none is under way or every processor saved it."""
+        with self._lock:
+            if not self._in_progress or not self._outstanding:
+                return None
+            names = sorted(f"{vertex}#{index}" for vertex, index in self._outstanding)
+        return self.requested_id, names
 
     def saved(self, key: tuple[str, int], snapshot_id: int, data: bytes) -> None:
         """A processor saved `snapshot_id`. Its barrier can come from another member before
@@ -340,14 +384,19 @@ class MemberTask:
         plan = dataclasses.replace(self.plan, stores=stores)
         send = state.connection.send
 
+        staged = StagedWrites(self.settings.staged_bytes // plan.member_count)
+
         def ship_results(at_least: int = 1) -> None:
             records = [body[1:4] for _, body in stores.result_records(member, 0, at_least=at_least)]
             if records:
                 send(control.RESULTS, records)
+                staged.sent(sum(len(payload) for _, _, payload in records))
 
         snapshots = None
         if self.store is not None:
-            snapshots = MemberSnapshots(plan, member, welcome, self.store, state, ship_results)
+            snapshots = MemberSnapshots(
+                plan, member, welcome, self.store, state, ship_results, staged
+            )
         try:
             runtime = build_member(
                 plan, [member], exchange=exchange, cancel_event=cancel, snapshots=snapshots
@@ -364,6 +413,9 @@ class MemberTask:
                 if now >= next_metrics:
                     next_metrics = now + METRICS_SECONDS
                     send(control.METRICS, pickle.dumps(runtime.metrics(), protocol=5))
+                    pending = snapshots.pending() if snapshots is not None else None
+                    if pending is not None:
+                        send(control.PENDING, pending)
             ship_results()
             send(control.METRICS, pickle.dumps(runtime.metrics(), protocol=5))
             if snapshots is None:

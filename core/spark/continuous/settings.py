@@ -18,6 +18,13 @@
   the receiver has not moved into the downstream queue yet (besides two queue sizes of entries).
 - `spark.jetspark.link.queue` (default 2m): the estimated bytes the receiver of a link lets wait
   in the downstream processor's queue (besides the queue's size in entries).
+- `spark.jetspark.staged.maxSize` (default 128m): the sink writes (to named lists and maps,
+  encoded) the driver may hold for snapshots not committed yet. Each member keeps its share:
+  once the writes it sent exceed it, its processors that saved the snapshot under way wait for
+  the commit (the sinks' members slow down; nothing is lost), and past the bound the driver
+  starts the next snapshot at once rather than at the interval.
+- `spark.jetspark.snapshot.waitLogInterval` (default 60s): how often the driver logs a
+  snapshot still under way, how long it has waited and on which processors.
 
 Times take Spark's own notation (`500ms`, `30s`, `2min`), sizes Spark's (`512k`, `4m`); the
 members get the driver's values with their task.
@@ -38,6 +45,10 @@ RESTART_SLOT_WAIT = "spark.jetspark.restart.slot.wait"
 _DEFAULT_SLOT_WAIT = "60s"
 LINK_WINDOW = "spark.jetspark.link.window"
 LINK_QUEUE = "spark.jetspark.link.queue"
+STAGED_MAX_SIZE = "spark.jetspark.staged.maxSize"
+_DEFAULT_STAGED_MAX_SIZE = 128 << 20
+WAIT_LOG_INTERVAL = "spark.jetspark.snapshot.waitLogInterval"
+_DEFAULT_WAIT_LOG_INTERVAL = "60s"
 PORT_RETRIES = "spark.port.maxRetries"
 _DEFAULT_PORT_RETRIES = 16
 _LAST_PORT = 65535
@@ -105,6 +116,10 @@ class ContinuousSettings:
     """Seconds a restart waits for a task slot per member before it rescales."""
     links: ByteLimits
     """The byte bounds of the links between members."""
+    staged_bytes: int
+    """The sink writes the driver may hold for snapshots not committed yet."""
+    wait_log_seconds: float
+    """How often the driver logs a snapshot still under way."""
 
 
 def settings_of(context: Any) -> ContinuousSettings:
@@ -128,6 +143,8 @@ def settings_of(context: Any) -> ContinuousSettings:
             window=_size(conf, LINK_WINDOW, DEFAULT_LIMITS.window),
             queue=_size(conf, LINK_QUEUE, DEFAULT_LIMITS.queue),
         ),
+        staged_bytes=_size(conf, STAGED_MAX_SIZE, _DEFAULT_STAGED_MAX_SIZE),
+        wait_log_seconds=conf.getTimeAsMs(WAIT_LOG_INTERVAL, _DEFAULT_WAIT_LOG_INTERVAL) / 1000,
     )
 
 
