@@ -29,8 +29,9 @@ STALLED_CALLS = 200
 """Calls in a row in which the source could emit nothing: it is held back."""
 BOUND = QUEUE + 4 + 2 + 2
 """Items out of the source's hands while the sink takes nothing: its outbox (a queue size of
-entries), the link's window (4), the receive queue (2) and the sink's inbox (what the queue held,
-2)."""
+entries), the link's window (4), the receive queue (2) and the sink's inbox (what the queue
+held, 2). Counting items, the window alone held two queue sizes (32). The source emits one item
+a call, so the link's first frame is measured before a second item goes."""
 
 
 def _release_file(directory: str) -> str:
@@ -38,8 +39,8 @@ def _release_file(directory: str) -> str:
 
 
 class MegabyteSource(AbstractProcessor):
-    """Processor 0 emits ITEMS items of ITEM_BYTES; it releases the sink once it is held back
-    or ran past BOUND, and emits last, on ordinal 1, how many it had emitted by then."""
+    """Processor 0 emits ITEMS items of ITEM_BYTES, one a call; it releases the sink once it is
+    held back or ran past BOUND, and emits last, on ordinal 1, how many it had emitted by then."""
 
     def __init__(self, directory: str) -> None:
         super().__init__()
@@ -51,15 +52,16 @@ class MegabyteSource(AbstractProcessor):
     def complete(self) -> bool:
         if self.context.global_processor_index != 0:
             return True
-        while self.next < ITEMS:
+        if self.next < ITEMS:
             if self.lead is None and (self.stalled >= STALLED_CALLS or self.next > BOUND):
                 self.lead = self.next
                 open(_release_file(self.directory), "w").close()
-            if not self.try_emit(bytes([self.next]) * ITEM_BYTES, 0):
+            if self.try_emit(bytes([self.next]) * ITEM_BYTES, 0):
+                self.stalled = 0
+                self.next += 1
+            else:
                 self.stalled += 1
-                return False
-            self.stalled = 0
-            self.next += 1
+            return False
         return self.try_emit(self.lead, 1)
 
 

@@ -6,8 +6,9 @@ its window of entries and by an estimate of `ByteLimits.window` bytes; the recei
 into that queue while it holds fewer than an estimated `ByteLimits.queue` bytes. The estimate
 costs nothing: it is the encoded length of the frames, which the sender knows once it framed what
 was pushed and the receiver knows when a frame arrives; an item's share is its frame's length over
-its count. An item larger than a whole window or queue still goes, alone, so nothing is too big
-to pass.
+its count. Until a link's first data frame is measured its items count as UNMEASURED_ITEM_BYTES
+each. An item larger than a whole window or queue still goes, alone, so nothing is too big to
+pass.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class ByteLimits:
 
 
 DEFAULT_LIMITS = ByteLimits()
+UNMEASURED_ITEM_BYTES = 1024
+"""What an item of a link counts for before one of its frames was measured: small enough that
+the default window of two queue sizes of entries (2,048) is not cut, so routing that skips full
+links goes as it does without byte bounds."""
 
 
 class SendWindow:
@@ -64,8 +69,8 @@ class SendWindow:
         """Entries the receiver moved into the downstream queue (stream)."""
         self.in_flight_bytes = 0
         """Bytes of the framed entries not acknowledged yet (stream)."""
-        self.item_bytes = 0
-        """Bytes per item of the last data frame; 0 until one was framed."""
+        self.item_bytes = UNMEASURED_ITEM_BYTES
+        """Bytes per item of the last data frame (UNMEASURED_ITEM_BYTES until one was framed)."""
         self._frames: deque[list[int]] = deque()
         """[entries, bytes] of each frame not wholly acknowledged, oldest first."""
 
@@ -74,11 +79,8 @@ class SendWindow:
         flight, however large the items are)."""
         room = self.entries - self.pushed_count + self.acked
         unframed = self.pushed_count - self.framed_count
-        if self.item_bytes:
-            fits = (self.limit_bytes - self.in_flight_bytes) // self.item_bytes
-            room = min(room, fits - unframed)
-        else:  # no item measured yet: one entry at a time until one is
-            room = min(room, 1 - unframed)
+        fits = (self.limit_bytes - self.in_flight_bytes) // self.item_bytes
+        room = min(room, fits - unframed)
         if self.pushed_count == self.acked:
             return max(room, 1)
         return max(room, 0)
