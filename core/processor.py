@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from jetspark.core.errors import UnsupportedOperationError
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from jetspark.core.context import Context
     from jetspark.core.inbox import Inbox
     from jetspark.core.outbox import Outbox
@@ -45,6 +47,13 @@ class Processor:
     def try_process(self) -> bool:
         """Called when the inbox is empty, for work not driven by input (e.g. timers)."""
         return True
+
+    def snapshot_unaligned_ordinals(self) -> Collection[int]:
+        """Inbound ordinals whose snapshot barrier does not hold their items back (exactly-once
+        alignment): items after it may reach the processor before its state is saved, so a
+        restore gives them again (at-least-once for those edges). For inputs that are
+        idempotent and must keep flowing while another edge waits, like model references."""
+        return ()
 
     def complete_edge(self, ordinal: int) -> bool:
         """Called once when inbound edge `ordinal` is exhausted."""

@@ -389,10 +389,14 @@ class GatedItems(AbstractProcessor):
 
 class GatedReference(AbstractProcessor):
     """Emits the model reference "m" once the model vertex warned, in its process, that items
-    wait for it, or once every item was emitted (without a bound nothing warns)."""
+    wait for it (`after_a_snapshot`: and this processor then saved a snapshot, so that its
+    barrier goes before the reference), or once every item was emitted (without a bound nothing
+    warns)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, after_a_snapshot: bool) -> None:
         self._directory = Path(directory)
+        self._after_a_snapshot = after_a_snapshot
+        self._saved_since_the_warning = False
         self._released = False
         self._warned = threading.Event()
         self._handler = logging.Handler()
@@ -406,9 +410,16 @@ class GatedReference(AbstractProcessor):
         super().init(outbox, context)
         logging.getLogger("jetspark").addHandler(self._handler)
 
+    def save_to_snapshot(self) -> bool:
+        self._saved_since_the_warning = self._warned.is_set()
+        return True
+
     def complete(self) -> bool:
         if not self._released:
-            if not (self._warned.is_set() or (self._directory / "items-emitted").exists()):
+            warned = self._warned.is_set() and (
+                self._saved_since_the_warning or not self._after_a_snapshot
+            )
+            if not (warned or (self._directory / "items-emitted").exists()):
                 return False
             if not self.try_emit("m"):
                 return False
@@ -424,11 +435,13 @@ def _predicted(model: Any, items: list[Any]) -> list[Any]:
     return [(item, model) for item in items]
 
 
-def _late_model_dag(directory: Path) -> DAG:
+def _late_model_dag(directory: Path, after_a_snapshot: bool) -> DAG:
     dag = DAG("late-model")
     items = dag.new_vertex("items", lambda: GatedItems(str(directory)), local_parallelism=1)
     references = dag.new_vertex(
-        "references", lambda: GatedReference(str(directory)), local_parallelism=1
+        "references",
+        lambda: GatedReference(str(directory), after_a_snapshot),
+        local_parallelism=1,
     )
     predict = dag.new_vertex(
         "predict",
@@ -467,7 +480,9 @@ def test_items_held_for_a_late_first_model_are_bounded_by_backpressure(
         engine = SparkEngine(spark_engine.context, members=1)
     config = JobConfig() if guarantee is None else _guaranteed(ExecutionMode.CONTINUOUS)
     with caplog.at_level(logging.WARNING, logger="jetspark"):
-        job = engine.new_job(_late_model_dag(tmp_path), config)
+        # with snapshots, the reference comes after a barrier: the items source, held back,
+        # cannot send that barrier until the model predicts its items
+        job = engine.new_job(_late_model_dag(tmp_path, guarantee is not None), config)
         job.join(240)
     assert sorted(engine.get_list("predicted")) == [(item, "m") for item in range(ITEMS)]
     # the items source was held back: no more items than the bound and the queues hold

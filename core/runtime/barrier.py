@@ -41,10 +41,14 @@ class BarrierAligner:
     saves its state, forwards the barrier and calls `release`.
     """
 
-    __slots__ = ("_arrived", "_done", "_missing", "exactly_once", "snapshot_id")
+    __slots__ = ("_arrived", "_done", "_missing", "_unaligned", "exactly_once", "snapshot_id")
 
-    def __init__(self, queue_count: int, exactly_once: bool) -> None:
+    def __init__(
+        self, queue_count: int, exactly_once: bool, unaligned: frozenset[int] = frozenset()
+    ) -> None:
         self.exactly_once = exactly_once
+        self._unaligned = unaligned
+        """Queues never held back (`Processor.snapshot_unaligned_ordinals`)."""
         self.snapshot_id: int | None = None
         """The snapshot whose barrier is being aligned, None between snapshots."""
         self._arrived = [False] * queue_count
@@ -69,7 +73,7 @@ class BarrierAligner:
             raise RuntimeError(f"input queue {queue} delivered {barrier} twice")
         self._arrived[queue] = True
         self._missing -= 1
-        return self.exactly_once
+        return self.exactly_once and queue not in self._unaligned
 
     def queue_done(self, queue: int) -> None:
         """Records that `queue` delivered DONE_ITEM: it no longer holds any barrier back."""

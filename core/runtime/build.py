@@ -233,7 +233,15 @@ def _tasklet(
     carried = snapshots.carried_watermarks.get((vertex.name, index)) if snapshots else None
     if carried is not None:
         coalescer.carry_on(carried)
-    aligner = BarrierAligner(queue_count, snapshots.exactly_once) if snapshots else None
+    aligner = (
+        BarrierAligner(
+            queue_count,
+            snapshots.exactly_once,
+            _unaligned_queues(processor, vertex, inbound_queues),
+        )
+        if snapshots
+        else None
+    )
     streams = _streams(vertex, inbound_queues, coalescer, aligner)
     edge_names = [e.name for e in vertex.outbound]
     parts = (processor, context, outbox, streams, routers, coalescer, edge_names)
@@ -248,6 +256,21 @@ def _tasklet(
     )
     snapshots.register(tasklet)
     return tasklet
+
+
+def _unaligned_queues(
+    processor: Processor, vertex: VertexPlan, inbound_queues: list[list[Queue]]
+) -> frozenset[int]:
+    """The coalescer's numbers of the queues of `processor.snapshot_unaligned_ordinals()`."""
+    unaligned_ordinals = getattr(processor, "snapshot_unaligned_ordinals", tuple)
+    ordinals = set(unaligned_ordinals())
+    unaligned: set[int] = set()
+    first = 0
+    for e, queues in zip(vertex.inbound, inbound_queues, strict=True):
+        if e.edge.dest_ordinal in ordinals:
+            unaligned.update(range(first, first + len(queues)))
+        first += len(queues)
+    return frozenset(unaligned)
 
 
 def _source_budget(
