@@ -56,19 +56,28 @@ class FakeClock:
 def test_a_restart_keeps_its_members_once_the_slots_are_back() -> None:
     clock = FakeClock()
     free = iter([1, 1, 1, 2])
-    members = members_for_restart(2, lambda: next(free), 30.0, clock, clock.sleep)
+    members = members_for_restart(2, lambda: next(free), 30.0, clock=clock, sleep=clock.sleep)
     assert members == 2 and clock.now == pytest.approx(3 * POLL_SECONDS)
 
 
 def test_a_restart_takes_the_slots_it_has_once_the_wait_is_over() -> None:
     clock = FakeClock()
-    members = members_for_restart(3, lambda: 1, 5.0, clock, clock.sleep)
+    members = members_for_restart(3, lambda: 1, 5.0, clock=clock, sleep=clock.sleep)
     assert members == 1 and clock.now == pytest.approx(5.0)
+
+
+def test_a_job_cancelled_during_the_wait_stops_waiting() -> None:
+    clock = FakeClock()
+    cancelled = iter([False, True])
+    members = members_for_restart(
+        2, lambda: 1, 60.0, lambda: next(cancelled), clock=clock, sleep=clock.sleep
+    )
+    assert members == 1 and clock.now == pytest.approx(POLL_SECONDS)
 
 
 def test_a_cluster_without_slots_gives_no_members() -> None:
     clock = FakeClock()
-    assert members_for_restart(2, lambda: -1, 1.0, clock, clock.sleep) == 0
+    assert members_for_restart(2, lambda: -1, 1.0, clock=clock, sleep=clock.sleep) == 0
 
 
 # ---------------------------------------------------------- what Spark's texts say

@@ -22,16 +22,18 @@ def members_for_restart(
     members: int,
     free_slots: Callable[[], int],
     wait: float,
+    cancelled: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """The members to restart on: `members` as soon as `free_slots()` reaches it, else what
-    it has after `wait` seconds (0 when it has none)."""
+    it has after `wait` seconds (0 when it has none); at once what it has when `cancelled()`
+    (the job was cancelled meanwhile: nothing restarts)."""
     deadline = clock() + wait
     while True:
         free = free_slots()
         if free >= members:
             return members
-        if clock() >= deadline:
+        if clock() >= deadline or cancelled():
             return max(free, 0)
         sleep(POLL_SECONDS)

@@ -159,7 +159,14 @@ def _restart_plan(
         from_snapshot,
     )
     wait = settings_of(context).slot_wait
-    members = members_for_restart(plan.member_count, lambda: slots_for_restart(context, job), wait)
+    members = members_for_restart(
+        plan.member_count,
+        lambda: slots_for_restart(context, job),
+        wait,
+        job.cancel_event.is_set,
+    )
+    if job.cancel_event.is_set():
+        raise failure  # the job ends as cancelled
     if members == plan.member_count:
         return plan
     if members == 0:
