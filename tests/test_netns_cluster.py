@@ -1,0 +1,204 @@
+"""A Spark standalone cluster over network namespaces (tests/netns_cluster.py): the driver, the
+master and two workers each a host of their own on 198.18.0.0/24, with a private /tmp and one
+directory in common. The driver is a script run on the driver's host (tests/netns_child.py,
+spark_jobs.py, spark_cluster_child.py, the jetspark command); each test asserts on what it
+printed: items, snapshots, restarts and modes, never on time.
+
+Needs root (CI runs as root), `ip`, `unshare` and iptables; skipped with the reason elsewhere.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import netns_child
+import netns_cluster
+import pytest
+import spark_cluster_child
+import spark_streaming_child
+from spark_jobs import expected
+
+pytestmark = [pytest.mark.netns, pytest.mark.timeout(600)]
+
+TESTS = Path(__file__).resolve().parent
+BOOKS = TESTS.parent.parent / "shared" / "data" / "books"
+BOOK_COUNT = 3
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[netns_cluster.NamespaceCluster]:
+    """One cluster for the module, torn down by name however the tests end."""
+    reason = netns_cluster.unavailable()
+    if reason is not None:
+        pytest.skip(f"no network namespaces here: {reason}")
+    cluster = netns_cluster.NamespaceCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def work(cluster: netns_cluster.NamespaceCluster, name: str) -> Path:
+    """A fresh directory every host reaches at the same path."""
+    directory = cluster.shared / name
+    directory.mkdir()
+    return directory
+
+
+def child(cluster: netns_cluster.NamespaceCluster, name: str, mode: str) -> dict[str, Any]:
+    """What netns_child.py printed after running `mode` in a fresh work directory."""
+    script = str(TESTS / "netns_child.py")
+    return cluster.run_driver([script, netns_cluster.MASTER_URL, str(work(cluster, name)), mode])
+
+
+def numbers_published(output: dict[str, Any]) -> list[int]:
+    """Every number the numbers-to-files job of `output`'s mode must publish, once."""
+    if output["mode"] == "continuous":
+        return list(range(spark_cluster_child.NUMBERS))
+    return list(range(spark_streaming_child.NUMBERS))
+
+
+def test_batch_jobs_give_the_local_engines_verdicts(
+    cluster: netns_cluster.NamespaceCluster,
+) -> None:
+    output = child(cluster, "batch", "batch")
+    assert output == {name: expected(name) for name in netns_child.BATCH_JOBS}
+
+
+def _scores(tsv: Path) -> dict[tuple[str, str], float]:
+    rows = (line.split("\t") for line in tsv.read_text().splitlines())
+    return {(word, document): float(score) for word, document, score in rows}
+
+
+@pytest.mark.skipif(not BOOKS.is_dir(), reason="the shared books are not beside the repository")
+def test_tfidf_over_books_scores_as_the_local_engine(
+    cluster: netns_cluster.NamespaceCluster, tmp_path: Path
+) -> None:
+    """`jetspark tfidf` on the cluster, its documents and index in the shared directory."""
+    books = work(cluster, "books")
+    smallest = sorted(BOOKS.iterdir(), key=lambda book: book.stat().st_size)[:BOOK_COUNT]
+    for book in smallest:
+        (books / book.name).symlink_to(book)
+    jetspark = str(Path(sys.executable).with_name("jetspark"))
+    on_cluster = work(cluster, "tfidf")
+    arguments = ["tfidf", str(books), "--master", netns_cluster.MASTER_URL, "--members", "2"]
+    arguments += ["--index", str(on_cluster / "index"), "--tsv", str(on_cluster / "out.tsv")]
+    result = cluster.run("driver", [jetspark, *arguments], timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"documents:      {BOOK_COUNT} (0 empty)" in result.stdout
+    local = cluster.run(
+        "driver",
+        [
+            jetspark,
+            "tfidf",
+            str(books),
+            "--engine",
+            "local",
+            "--tsv",
+            str(on_cluster / "local.tsv"),
+        ],
+        timeout=600,
+    )
+    assert local.returncode == 0, local.stderr[-4000:]
+    cluster_scores, local_scores = (
+        _scores(on_cluster / "out.tsv"),
+        _scores(on_cluster / "local.tsv"),
+    )
+    assert cluster_scores.keys() == local_scores.keys() and len(cluster_scores) > 1000
+    for key, score in local_scores.items():
+        assert math.isclose(cluster_scores[key], score, rel_tol=1e-9), key
+
+
+@pytest.mark.parametrize("mode", ["micro_batch", "continuous"])
+def test_a_streaming_job_publishes_every_item_once(
+    cluster: netns_cluster.NamespaceCluster, mode: str
+) -> None:
+    """Exactly-once numbers to transactional files across a distributed partitioned edge."""
+    output = child(cluster, f"stream-{mode}", mode)
+    assert output["mode"] == mode
+    assert output["published"] == numbers_published(output)
+    assert output["snapshots"] >= 1 and output["restarts"] == 0
+
+
+def test_an_executor_killed_mid_stream_restarts_the_job_exactly(
+    cluster: netns_cluster.NamespaceCluster,
+) -> None:
+    """CONTINUOUS, one member per worker: an executor JVM SIGKILLed after the first commit; the
+    job restarts from its snapshot on the executor the worker starts anew, counts exact."""
+    script = str(TESTS / "spark_cluster_child.py")
+    directory = str(work(cluster, "executor-kill"))
+    arguments = [script, netns_cluster.MASTER_URL, directory, "continuous-executor-kill"]
+    output = cluster.run_driver(arguments)
+    assert output["killed"], "no executor was running to be killed"
+    assert output["restarts"] >= 1
+    numbers = range(spark_cluster_child.NUMBERS)
+    assert dict(map(tuple, output["counts"])) == Counter(
+        n % spark_cluster_child.KEYS for n in numbers
+    )
+
+
+def test_a_firewalled_driver_runs_batch_and_both_streaming_modes(
+    cluster: netns_cluster.NamespaceCluster,
+) -> None:
+    """Each host drops every connection but to the ports its settings name: the driver's
+    spark.driver.port, spark.driver.blockManager.port and spark.jetspark.coordinator.port, the
+    workers' own port, spark.blockManager.port and spark.jetspark.member.port."""
+    open_ports = {"driver": netns_child.DRIVER_OPEN_PORTS}
+    open_ports |= {worker: netns_child.WORKER_OPEN_PORTS for worker in netns_cluster.WORKERS}
+    with cluster.firewall(open_ports):
+        output = child(cluster, "firewalled", "firewalled")
+    assert output["word_count"] == expected("word_count")
+    for mode in ("micro_batch", "continuous"):
+        assert output[mode]["mode"] == mode
+        assert output[mode]["published"] == numbers_published(output[mode])
+        assert output[mode]["snapshots"] >= 1
+
+
+def test_a_worker_stopped_for_good_leaves_the_continuous_job_one_member_exact(
+    cluster: netns_cluster.NamespaceCluster,
+) -> None:
+    """One member per worker; after the first commit worker-1 and its executor are killed and
+    not started again: the restart finds one slot, rescales the snapshot to one member and
+    publishes every number once. The worker comes back for the other tests."""
+    directory = work(cluster, "worker-lost")
+    script = str(TESTS / "netns_child.py")
+    argv = [script, netns_cluster.MASTER_URL, str(directory), "worker-lost"]
+    driver = cluster.spawn("driver", [sys.executable, *argv])
+    try:
+        while not glob.glob(str(directory / "snapshots" / "snapshot-*" / "MANIFEST")):
+            assert driver.poll() is None, driver.communicate()[1][-4000:]
+            time.sleep(0.1)
+        cluster.stop_daemon("worker-1")
+        (directory / "gate").touch()
+        output = cluster.driver_output(cluster.finish(driver, timeout=600), argv)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        cluster.start_daemon("worker-1")
+        cluster.wait_for_workers(len(netns_cluster.WORKERS))
+    assert output["mode"] == "continuous"
+    assert output["published"] == numbers_published(output)
+    assert output["restarts"] >= 1 and output["rescales"] >= 1
+
+
+def test_storage_that_is_not_shared_fails_the_job_naming_the_host(
+    cluster: netns_cluster.NamespaceCluster,
+) -> None:
+    """The store's path exists on every host, in each one's own /tmp: the driver cannot read
+    the members' parts, so the job fails naming a worker's host, and publishes nothing."""
+    for host in netns_cluster.HOSTS:
+        (cluster.tmp(host) / "store").mkdir(exist_ok=True)
+    output = child(cluster, "unshared-store", "unshared-store")
+    assert output["status"] == "FAILED" and output["published"] == []
+    hosts = [netns_cluster.address(worker) for worker in netns_cluster.WORKERS]
+    assert any(host in output["error"] for host in hosts), output["error"]
