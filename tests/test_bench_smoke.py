@@ -30,8 +30,9 @@ ROWS = {
     "17",
     *("18a", "18b", "18c"),
 }
-OPTIONAL_ROWS = {"13b", "14b", "14c"}
-"""Rows whose baseline needs the `bench` extra (pandas, pyarrow)."""
+OPTIONAL_ROWS = {"13b", "14b", "14c", "19a", "19b"}
+"""Rows whose baseline needs the `bench` extra (pandas, pyarrow), or root (19a-b: network
+namespaces)."""
 
 
 def _python(*args: str) -> subprocess.CompletedProcess[str]:
