@@ -319,4 +319,4 @@ def test_a_worker_python_without_jetspark_dependencies_is_named() -> None:
         "the executors' Python (/usr/bin/python3) cannot import mmh3, which jetspark needs: "
     )
     assert f"PYSPARK_PYTHON, e.g. to this driver's {sys.executable}" in advice
-    assert advice.endswith("pip install mmh3 msgpack numpy")
+    assert advice.endswith("pip install cryptography mmh3 msgpack numpy")
