@@ -467,8 +467,9 @@ MODEL_ENGINES = [
             pytest.mark.xfail(
                 strict=False,
                 raises=TimeoutError,
-                reason="hangs on Spark CONTINUOUS since this session's later landings (passed "
-                "at fff161c); issue #36 case 5 is open for it",
+                reason="a race: the exactly-once late-model job on Spark CONTINUOUS hangs at "
+                "times (2 of 5 runs, one of them alone on an idle machine); issue #36 case 5 "
+                "is open for it",
             ),
         ],
     ),
