@@ -10,10 +10,12 @@ tcpdump captures on loopback (root, as CI runs; .ci/run installs tcpdump where m
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -138,3 +140,57 @@ def test_spark_s_own_pem_key_and_certificate_are_used_when_its_ssl_settings_name
     assert tls is not None and tls.certificate is None
     assert (tls.certificate_path, tls.key_path) == (str(certificate), str(key))
     assert sorted(engine.get_list("out")) == list(range(ITEMS))
+
+
+GENERATED_SECRET_JOB = """
+import json, sys
+import fault_tolerance_jobs as jobs
+from jetspark.core import ExecutionMode, JobConfig
+from jetspark.core.spark import SparkEngine
+from jetspark.core.spark.continuous.security import AUTHENTICATE, AUTHENTICATE_SECRET
+from jetspark.core.spark.continuous.security import spark_security_manager
+from jetspark.core.spark.session import create_context, stop_context
+
+context = create_context("local[2]", "generated-secret", settings={AUTHENTICATE: "true"})
+try:
+    conf = context._jsc.sc().conf()
+    engine = SparkEngine(context, members=2)
+    engine.get_list("in").extend(range(int(sys.argv[1])))
+    job = engine.new_job(jobs.copy_dag(), JobConfig(execution_mode=ExecutionMode.CONTINUOUS))
+    job.join(float(sys.argv[2]))
+    print(json.dumps({
+        "configured_secret": conf.contains(AUTHENTICATE_SECRET),
+        "spark_generated_one": bool(spark_security_manager(context).getSecretKey()),
+        "out": sorted(engine.get_list("out")),
+        "mode": str(job.metrics.execution_mode),
+    }))
+finally:
+    stop_context(context)
+"""
+
+
+def test_a_job_on_spark_s_generated_secret_runs_exactly(tmp_path: Any) -> None:
+    """`spark.authenticate=true` with no secret configured: Spark generates one on a local
+    master (as YARN does); the job's secret derives from it, and its members prove it."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])),
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", GENERATED_SECRET_JOB, str(ITEMS), str(WAIT)],
+        env=environment,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {
+        "configured_secret": False,
+        "spark_generated_one": True,
+        "out": list(range(ITEMS)),
+        "mode": "continuous",
+    }

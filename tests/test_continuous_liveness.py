@@ -24,6 +24,7 @@ from typing import Any
 
 import fault_tolerance_jobs as jobs
 import pytest
+from hang_report import join_or_report
 from proven_sockets import proven_pair
 
 from jetspark.core import (
@@ -230,7 +231,7 @@ def test_a_member_that_stops_answering_is_lost_and_the_job_restarts_from_its_sna
     )
     try:
         with caplog.at_level(logging.WARNING, logger="jetspark.spark"):
-            job.join(240)
+            join_or_report(job, 240, engine.context)
     finally:
         if marker.exists():  # Spark kills the stopped worker; if not, this test does
             pid = int(marker.read_text())

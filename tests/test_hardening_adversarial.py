@@ -20,6 +20,7 @@ from typing import Any
 import fault_tolerance_jobs as jobs
 import msgpack
 import pytest
+from hang_report import join_or_report
 from test_job_upgrades import run_until_read, upgraded_dag
 
 from jetspark.core import (
@@ -496,7 +497,7 @@ def test_items_held_for_a_late_first_model_are_bounded_by_backpressure(
         # cannot send that barrier until the model predicts its items
         job = engine.new_job(_late_model_dag(tmp_path, guarantee is not None), config)
         try:
-            job.join(240)
+            join_or_report(job, 240, spark_engine.context if kind == "spark" else None)
         finally:  # a job that did not end must not hold the shared session's slots
             if not job.status.is_terminal:
                 job.cancel()

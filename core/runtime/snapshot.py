@@ -73,9 +73,10 @@ class SnapshotCoordinator:
     carried_watermarks: Mapping[ProcessorKey, CarriedWatermarks] = MappingProxyType({})
     """Micro-batch runs: each processor's coalescer state at the end of the previous batch."""
     holding_back: bool = False
-    """True while processors that saved the snapshot under way must wait for its commit (a
-    continuous member whose sink writes the driver holds are over its share): their further
-    output belongs to a later snapshot, so the one under way never waits for them."""
+    """True while a continuous member's sink writes that the driver holds are over its share:
+    processors that saved the snapshot under way wait for its commit (their further output
+    belongs to a later snapshot, so the one under way never waits for them), and between two
+    snapshots the sinks wait for the next one to start (`holds_sink`)."""
 
     def __init__(
         self,
@@ -163,6 +164,12 @@ class SnapshotCoordinator:
     def holds(self, key: ProcessorKey, snapshot_id: int) -> bool:
         """Whether processor `key`, which saved `snapshot_id`, must wait before it goes on:
         never here (a continuous member holds its sinks until it sent their writes for it)."""
+        return False
+
+    def holds_sink(self, key: ProcessorKey) -> bool:
+        """Whether processor `key`, a sink, must take no input while `holding_back` and no
+        snapshot is under way: never here (a continuous member's sinks wait for the next
+        snapshot to start, which the driver starts at once)."""
         return False
 
     # --------------------------------------------------------- the driver side

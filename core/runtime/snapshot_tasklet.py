@@ -169,10 +169,9 @@ class SnapshottingTasklet(ProcessorTasklet):
         did and forwarded its barrier."""
         if self._commit_owed():
             self._tell_committed()
-        if (
-            self._uncommitted
-            and self._coordinator.holding_back
-            and self._state != self._emit_barrier
+        if self._coordinator.holding_back and (
+            (self._uncommitted and self._state != self._emit_barrier)
+            or self._coordinator.holds_sink(self.key)
         ):
             return NO_PROGRESS
         return super().call()

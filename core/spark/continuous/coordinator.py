@@ -21,9 +21,10 @@ the members' transactional sinks sealed for N (shared_storage.py): a store or si
 that is not shared fails the job at once, before anything of N counts.
 
 The sinks' writes a member sends wait on the driver until the snapshot they belong to commits.
-They are bounded (`spark.jetspark.staged.maxSize`): each member holds back its processors that
-saved the snapshot under way once the driver holds more than its share of them (member.py),
-and past the bound the next snapshot starts at once. A snapshot under way is logged every
+They are bounded (`spark.jetspark.staged.maxSize`): once the driver holds more than a
+member's share of them, the member holds back its processors that saved the snapshot under way
+and, between two snapshots, its sinks (member.py), while the driver starts the next snapshot at
+once rather than at the interval. A snapshot under way is logged every
 `spark.jetspark.snapshot.waitLogInterval` with the processors it waits on.
 
 A member of the current epoch that sends nothing, not even a heartbeat, for the liveness timeout
@@ -73,6 +74,9 @@ wait_clock: Callable[[], float] = time.monotonic
 SETTLE_SECONDS = 5.0
 """After a failed stage, how long the coordinator waits for the members' last messages (a
 processor's failure report races with the stage's failure)."""
+CONNECTIONS_PER_MEMBER = 4
+"""Connections that proved the key the coordinator serves at once, per member: a member's of
+this attempt, of one being fenced, and room for reconnects; past them one is dropped, logged."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,6 +202,7 @@ class ContinuousCoordinator:
             f"{job_name}'s coordinator",
             lambda connection: security.handshake(connection, CONTROL, DRIVER, initiator=False),
             self._admitted,
+            lambda: CONNECTIONS_PER_MEMBER * self._members,
         )
         if store is not None:
             threading.Thread(target=self._schedule, name="jetspark-snapshots", daemon=True).start()
@@ -397,14 +402,19 @@ class ContinuousCoordinator:
                 epoch.pending[member] = payload[1]
 
     def _stage(self, epoch: _Epoch, member: int, records: list[Any]) -> None:
-        """Holds `member`'s sink writes until their snapshot commits; past the bound, the next
-        snapshot starts at once."""
+        """Holds `member`'s sink writes until their snapshot commits; past the member's share
+        of the bound, the next snapshot starts at once."""
         epoch.staged.setdefault(member, []).extend(records)
         size = sum(len(payload) for _, _, payload in records)
         epoch.staged_size[member] = epoch.staged_size.get(member, 0) + size
-        staged = epoch.staged_bytes()
-        self._staged_peak = max(self._staged_peak, staged)
-        if staged > self._staged_bound and epoch.snapshot_id is None:
+        self._staged_peak = max(self._staged_peak, epoch.staged_bytes())
+        self._start_at_once_over_share(epoch)
+
+    def _start_at_once_over_share(self, epoch: _Epoch) -> None:
+        """With no snapshot under way, a member over its share of the staged-writes bound has
+        its sinks wait (member.py): the next snapshot, which lets them go on, starts at once."""
+        share = self._staged_bound // self._members
+        if epoch.snapshot_id is None and any(epoch.held_bytes(m) > share for m in epoch.members):
             self._next_start = 0.0
 
     # ---------------------------------------------------------------- snapshots
@@ -547,6 +557,8 @@ class ContinuousCoordinator:
             self._complete(epoch)
         elif len(epoch.finished) == self._members:
             self._start_final_snapshot(epoch)
+        else:
+            self._start_at_once_over_share(epoch)
 
     def _complete(self, epoch: _Epoch) -> None:
         """Every member finished: their remaining writes count, the job completed."""

@@ -196,6 +196,12 @@ class MemberSnapshots(SnapshotCoordinator):
         counts: a write in between would be sent with them and come again after a restore."""
         return key[0] in self._sinks and self._writes_sent_id < snapshot_id
 
+    def holds_sink(self, key: tuple[str, int]) -> bool:
+        """Over its share with no snapshot under way, a member's sinks write nothing more: the
+        driver, over the same share, starts the next snapshot at once (their writes before its
+        barrier belong to it, so they take input again as soon as it starts here)."""
+        return key[0] in self._sinks and not self._in_progress
+
     def tick(self) -> None:
         """Starts the snapshot the driver asked for, reports the member's part once every
         processor saved it, delivers the driver's commit, and holds back the processors that

@@ -146,7 +146,7 @@ def _spark_secret(context: Any, conf: Any) -> bytes:
     """Spark's authentication secret: what its SecurityManager holds (the configured one, or
     the one it generated), else `spark.authenticate.secret`."""
     try:
-        secret = context._jsc.sc().env().securityManager().getSecretKey()
+        secret = spark_security_manager(context).getSecretKey()
     except Exception:  # py4j: Spark refused (no secret); the configuration may still name one
         secret = None
     if not secret:
@@ -157,6 +157,18 @@ def _spark_secret(context: Any, conf: Any) -> bytes:
             "run on a cluster manager that generates one"
         )
     return str(secret).encode()
+
+
+def spark_security_manager(context: Any) -> Any:
+    """The driver's SparkEnv.securityManager, read through its field: Py4J cannot call a
+    method of SparkEnv itself (looking its methods up loads classes PySpark's JVM lacks, and
+    that breaks the gateway's connection)."""
+    jvm = context._jvm
+    field = jvm.java.lang.Class.forName("org.apache.spark.SparkEnv").getDeclaredField(
+        "securityManager"
+    )
+    field.setAccessible(True)
+    return field.get(context._jsc.sc().env())
 
 
 def _spark_pem(conf: Any) -> TlsMaterial | None:

@@ -21,8 +21,8 @@
 - `spark.jetspark.staged.maxSize` (default 128m): the sink writes (to named lists and maps,
   encoded) the driver may hold for snapshots not committed yet. Each member keeps its share:
   once the writes it sent exceed it, its processors that saved the snapshot under way wait for
-  the commit (the sinks' members slow down; nothing is lost), and past the bound the driver
-  starts the next snapshot at once rather than at the interval.
+  the commit, and between two snapshots its sinks wait for the next one (the sinks' members
+  slow down; nothing is lost), which the driver then starts at once rather than at the interval.
 - `spark.jetspark.snapshot.waitLogInterval` (default 60s): how often the driver logs a
   snapshot still under way, how long it has waited and on which processors.
 

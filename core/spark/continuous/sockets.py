@@ -71,8 +71,9 @@ def connect(address: tuple[str, int], timeout: float, who: str, what: str) -> so
 class Gate:
     """Accepts connections on `server` from a thread of its own and runs each one's `handshake`
     on a thread of its own, at most MAX_UNPROVEN at once; a connection whose peer proves the key
-    goes on to `admitted` on that thread, any other is closed and logged naming the peer.
-    `close` closes the listener and every connection still in its handshake."""
+    goes on to `admitted` on that thread while fewer than `max_open()` such connections are
+    open, any other is closed and logged naming the peer. `close` closes the listener and
+    every connection still in its handshake."""
 
     def __init__(
         self,
@@ -80,13 +81,17 @@ class Gate:
         what: str,
         handshake: Callable[[socket.socket], Frames],
         admitted: Callable[[socket.socket, Frames], None],
+        max_open: Callable[[], int] | None = None,
     ) -> None:
         self._server = server
         self._what = what
         self._handshake = handshake
         self._admitted = admitted
+        self._max_open = max_open
         self._lock = threading.Lock()
         self._unproven: set[socket.socket] = set()
+        self._proven: list[socket.socket] = []
+        """Connections let in; one its owner closed has no file descriptor any more."""
         self._closed = False
         self._threads: list[threading.Thread] = []
         self._start(self._accept, "jetspark-accept")
@@ -133,8 +138,21 @@ class Gate:
         with self._lock:
             self._unproven.discard(connection)
             closed = self._closed
-        if closed:
+            self._proven = [proven for proven in self._proven if proven.fileno() >= 0]
+            limit = self._max_open() if self._max_open is not None else None
+            full = not closed and limit is not None and len(self._proven) >= limit
+            if not (closed or full):
+                self._proven.append(connection)
+        if closed or full:
             connection.close()
+            if full:
+                _log.warning(
+                    "%s: dropped a connection from %s: %d connections that proved the key are "
+                    "open already",
+                    self._what,
+                    peer,
+                    limit,
+                )
             return
         self._admitted(connection, frames)
 
