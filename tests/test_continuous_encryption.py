@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -194,3 +195,62 @@ def test_a_job_on_spark_s_generated_secret_runs_exactly(tmp_path: Any) -> None:
         "out": list(range(ITEMS)),
         "mode": "continuous",
     }
+
+
+def _keystore(path: Any, kind: str, password: str) -> str:
+    """A keystore of `kind` (PKCS12 or JKS) holding an EC key, made with the JDK's keytool."""
+    key = ["-alias", "jetspark", "-keyalg", "EC", "-groupname", "secp256r1"]
+    store = ["-storetype", kind, "-keystore", str(path), "-storepass", password]
+    subject = ["-dname", "CN=jetspark test", "-validity", "30", "-keypass", password]
+    subprocess.run(
+        ["keytool", "-genkeypair", *key, *store, *subject],
+        check=True,
+        capture_output=True,
+        timeout=WAIT,
+    )
+    return str(path)
+
+
+@pytest.mark.skipif(shutil.which("keytool") is None, reason="the JDK's keytool is not installed")
+def test_spark_s_pkcs12_keystore_is_used_when_its_ssl_settings_name_one(
+    spark_engine: Any, tmp_path: Any
+) -> None:
+    from jetspark.core.spark import SparkEngine
+
+    keystore = _keystore(tmp_path / "keystore.p12", "PKCS12", "store secret")
+    engine = SparkEngine(spark_engine.context, members=2)
+    engine.get_list("in").extend(range(ITEMS))
+    settings = {
+        SSL_RPC_ENABLED: "true",
+        "spark.ssl.rpc.keyStore": keystore,
+        "spark.ssl.rpc.keyStorePassword": "store secret",
+    }
+    with configured(engine.context, settings):
+        tls = security_of(engine.context).tls
+        engine.new_job(jobs.copy_dag(), JobConfig(execution_mode=ExecutionMode.CONTINUOUS)).join(
+            WAIT
+        )
+    assert tls is not None and (tls.certificate, tls.keystore_path) == (None, keystore)
+    assert sorted(engine.get_list("out")) == list(range(ITEMS))
+    wrong = {**settings, "spark.ssl.rpc.keyStorePassword": "wrong"}
+    with (
+        configured(engine.context, wrong),
+        pytest.raises(ValueError, match=f"the keystore {keystore} cannot be read"),
+    ):
+        security_of(engine.context)
+
+
+@pytest.mark.skipif(shutil.which("keytool") is None, reason="the JDK's keytool is not installed")
+def test_a_jks_keystore_leaves_the_job_its_own_certificate_with_a_warning(
+    spark_engine: Any, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    keystore = _keystore(tmp_path / "keystore.jks", "JKS", "store secret")
+    settings = {SSL_RPC_ENABLED: "true", "spark.ssl.rpc.keyStore": keystore}
+    with (
+        configured(spark_engine.context, settings),
+        caplog.at_level(logging.WARNING, logger="jetspark.spark"),
+    ):
+        tls = security_of(spark_engine.context).tls
+    assert tls is not None and tls.certificate is not None and tls.keystore_path is None
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"the keystore {keystore} is a JKS keystore")

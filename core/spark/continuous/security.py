@@ -9,10 +9,11 @@ settings and shipped to the members with their task.
 - With `spark.network.crypto.enabled=true`, `spark.ssl.enabled=true` or
   `spark.ssl.rpc.enabled=true`, every connection runs over TLS. The key and certificate are
   Spark's own when `spark.ssl.rpc.privateKey` and `spark.ssl.rpc.certChain` (or the same under
-  `spark.ssl.`) name PEM files, which must then exist on every machine as Spark requires;
-  otherwise a key and a self-signed certificate made for the job on the driver (with the
-  `cryptography` package) travel with the secret. Either way a connecting end trusts exactly
-  that certificate.
+  `spark.ssl.`) name PEM files, or `spark.ssl.rpc.keyStore` a PKCS12 keystore, which must then
+  exist on every machine as Spark requires (each machine reads them); otherwise a key and a
+  self-signed certificate made for the job on the driver (with the `cryptography` package)
+  travel with the secret. Either way a connecting end trusts exactly that certificate. A JKS
+  keystore, which Python cannot read, leaves the job its own certificate, with a warning.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import contextlib
 import dataclasses
 import datetime
 import hmac
+import logging
 import os
 import secrets
 import socket
@@ -39,18 +41,23 @@ SSL_RPC_ENABLED = "spark.ssl.rpc.enabled"
 _SSL_NAMESPACES = ("spark.ssl.rpc.", "spark.ssl.")
 _CERTIFICATE_DAYS = 3650
 """A job's own certificate outlives any job (it is trusted by nothing else)."""
+_JKS_MAGIC = b"\xfe\xed\xfe\xed"
+
+_log = logging.getLogger("jetspark.spark")
 
 
 @dataclasses.dataclass(frozen=True)
 class TlsMaterial:
-    """A key and its certificate, as PEM bytes (made for the job) or as the paths of Spark's
-    PEM files (read on each machine)."""
+    """A key and its certificate, as PEM bytes (made for the job), as the paths of Spark's PEM
+    files, or as the path of Spark's PKCS12 keystore (files read on each machine)."""
 
     certificate: bytes | None = None
     key: bytes | None = None
     certificate_path: str | None = None
     key_path: str | None = None
     key_password: str | None = None
+    keystore_path: str | None = None
+    keystore_password: str | None = None
 
     def context(self, server_side: bool) -> ssl.SSLContext:
         """A TLS context for the accepting end (`server_side`, with the key) or the connecting
@@ -65,10 +72,10 @@ class TlsMaterial:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.check_hostname = False
             context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
-            if self.certificate is not None:
-                context.load_verify_locations(cadata=self.certificate.decode())
-            else:
+            if self.certificate_path is not None:
                 context.load_verify_locations(cafile=self.certificate_path)
+            else:
+                context.load_verify_locations(cadata=self._pem()[0].decode())
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         return context
 
@@ -76,19 +83,25 @@ class TlsMaterial:
     def _files(self) -> Iterator[tuple[str, str]]:
         """(certificate path, key path): Spark's files, or private temporary copies of the
         job's PEM bytes that exist only while the context loads them."""
-        if self.certificate is None:
-            assert self.certificate_path is not None and self.key_path is not None
+        if self.certificate_path is not None:
+            assert self.key_path is not None
             yield self.certificate_path, self.key_path
             return
         with tempfile.TemporaryDirectory(prefix="jetspark-tls-") as directory:  # mode 0700
             paths = []
-            for name, content in (("certificate.pem", self.certificate), ("key.pem", self.key)):
+            for name, content in zip(("certificate.pem", "key.pem"), self._pem(), strict=True):
                 path = os.path.join(directory, name)
                 descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(descriptor, "wb") as file:
-                    file.write(content or b"")
+                    file.write(content)
                 paths.append(path)
             yield paths[0], paths[1]
+
+    def _pem(self) -> tuple[bytes, bytes]:
+        """(certificate chain, key) as PEM bytes: the job's own, or read from the keystore."""
+        if self.keystore_path is None:
+            return self.certificate or b"", self.key or b""
+        return read_keystore(self.keystore_path, self.keystore_password)
 
 
 @dataclasses.dataclass
@@ -139,7 +152,7 @@ def security_of(context: Any) -> ChannelSecurity:
     )
     if not encrypted:
         return ChannelSecurity(secret)
-    return ChannelSecurity(secret, _spark_pem(conf) or job_certificate())
+    return ChannelSecurity(secret, _spark_tls(conf) or job_certificate())
 
 
 def _spark_secret(context: Any, conf: Any) -> bytes:
@@ -171,8 +184,9 @@ def spark_security_manager(context: Any) -> Any:
     return field.get(context._jsc.sc().env())
 
 
-def _spark_pem(conf: Any) -> TlsMaterial | None:
-    """Spark's PEM key and certificate chain, when its RPC SSL settings name them."""
+def _spark_tls(conf: Any) -> TlsMaterial | None:
+    """Spark's key and certificate, when its RPC SSL settings name PEM files or a PKCS12
+    keystore (read here once, so that a wrong password fails the job at submit)."""
 
     def setting(name: str) -> str | None:
         for namespace in _SSL_NAMESPACES:
@@ -182,10 +196,49 @@ def _spark_pem(conf: Any) -> TlsMaterial | None:
         return None
 
     key, chain = setting("privateKey"), setting("certChain")
-    if key is None or chain is None:
+    if key is not None and chain is not None:
+        password = setting("privateKeyPassword") or setting("keyPassword")
+        return TlsMaterial(certificate_path=chain, key_path=key, key_password=password)
+    keystore = setting("keyStore")
+    if keystore is None:
         return None
-    password = setting("privateKeyPassword") or setting("keyPassword")
-    return TlsMaterial(certificate_path=chain, key_path=key, key_password=password)
+    with open(keystore, "rb") as file:
+        if file.read(len(_JKS_MAGIC)) == _JKS_MAGIC:
+            _log.warning(
+                "the keystore %s is a JKS keystore, which Python cannot read: continuous jobs "
+                "use a certificate of their own (convert it to PKCS12 with keytool "
+                "-importkeystore -deststoretype PKCS12, or set spark.ssl.rpc.privateKey and "
+                "spark.ssl.rpc.certChain)",
+                keystore,
+            )
+            return None
+    password = setting("keyStorePassword")
+    read_keystore(keystore, password)
+    return TlsMaterial(keystore_path=keystore, keystore_password=password)
+
+
+def read_keystore(path: str, password: str | None) -> tuple[bytes, bytes]:
+    """(certificate chain, key) as PEM bytes from the PKCS12 keystore at `path`; a ValueError
+    naming it when it holds no key or the password is wrong."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        key, certificate, chain = pkcs12.load_key_and_certificates(
+            data, password.encode() if password else None
+        )
+    except ValueError as error:
+        raise ValueError(f"the keystore {path} cannot be read: {error}") from None
+    if key is None or certificate is None:
+        raise ValueError(f"the keystore {path} holds no private key with its certificate")
+    pem = serialization.Encoding.PEM
+    certificates = b"".join(c.public_bytes(pem) for c in [certificate, *chain])
+    key_pem = key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return certificates, key_pem
 
 
 def job_certificate() -> TlsMaterial:
