@@ -143,16 +143,16 @@ class Gate:
             full = not closed and limit is not None and len(self._proven) >= limit
             if not (closed or full):
                 self._proven.append(connection)
+        if full:
+            _log.warning(
+                "%s: dropped a connection from %s: %d connections that proved the key are open "
+                "already",
+                self._what,
+                peer,
+                limit,
+            )
         if closed or full:
             connection.close()
-            if full:
-                _log.warning(
-                    "%s: dropped a connection from %s: %d connections that proved the key are "
-                    "open already",
-                    self._what,
-                    peer,
-                    limit,
-                )
             return
         self._admitted(connection, frames)
 
