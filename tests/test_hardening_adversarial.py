@@ -390,14 +390,16 @@ class GatedItems(AbstractProcessor):
 
 class GatedReference(AbstractProcessor):
     """Emits the model reference "m" once the model vertex warned, in its process, that items
-    wait for it (`after_a_snapshot`: and this processor then saved a snapshot, so that its
-    barrier goes before the reference), or once every item was emitted (without a bound nothing
-    warns)."""
+    wait for it (`after_a_snapshot`: and a barrier of this processor went before the reference:
+    it saved a snapshot since the warning, or one it saved before is not committed yet, whose
+    barrier the held-back items source cannot send until the model predicts its items), or
+    once every item was emitted (without a bound nothing warns)."""
 
     def __init__(self, directory: str, after_a_snapshot: bool) -> None:
         self._directory = Path(directory)
         self._after_a_snapshot = after_a_snapshot
         self._saved_since_the_warning = False
+        self._uncommitted = False
         self._released = False
         self._warned = threading.Event()
         self._handler = logging.Handler()
@@ -413,12 +415,18 @@ class GatedReference(AbstractProcessor):
 
     def save_to_snapshot(self) -> bool:
         self._saved_since_the_warning = self._warned.is_set()
+        self._uncommitted = True
         return True
+
+    def snapshot_committed(self) -> None:
+        self._uncommitted = False
 
     def complete(self) -> bool:
         if not self._released:
             warned = self._warned.is_set() and (
-                self._saved_since_the_warning or not self._after_a_snapshot
+                self._saved_since_the_warning
+                or self._uncommitted  # a snapshot saved before the warning cannot complete
+                or not self._after_a_snapshot
             )
             if not (warned or (self._directory / "items-emitted").exists()):
                 return False
@@ -463,16 +471,7 @@ MODEL_ENGINES = [
         "spark",
         ProcessingGuarantee.EXACTLY_ONCE,
         id="continuous",
-        marks=[
-            pytest.mark.spark,
-            pytest.mark.xfail(
-                strict=False,
-                raises=TimeoutError,
-                reason="a race: the exactly-once late-model job on Spark CONTINUOUS hangs at "
-                "times (2 of 5 runs, one of them alone on an idle machine); issue #36 case 5 "
-                "is open for it",
-            ),
-        ],
+        marks=pytest.mark.spark,
     ),
 ]
 
