@@ -24,9 +24,11 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.timing import Samples
+
+Result = TypeVar("Result")
 
 IN_COMPARISON = "JETSPARK_BENCH_COMPARISON"
 """Set for each side's `python -m bench`: a run of every row then leaves the docs' tables alone."""
@@ -192,11 +194,11 @@ def _figure(samples: Samples, unit: str) -> str:
 
 
 def alternate_sides(
-    sides: Sequence[str], rounds: int, run: Callable[[str, int], Mapping[str, Any]]
-) -> dict[str, list[Mapping[str, Any]]]:
+    sides: Sequence[str], rounds: int, run: Callable[[str, int], Result]
+) -> dict[str, list[Result]]:
     """`run(side, round)` once per side and round, the sides' order rotating every round;
     each side's results in round order."""
-    results: dict[str, list[Mapping[str, Any]]] = {side: [] for side in sides}
+    results: dict[str, list[Result]] = {side: [] for side in sides}
     for round_index in range(rounds):
         shift = round_index % len(sides)
         for side in [*sides[shift:], *sides[:shift]]:
@@ -241,18 +243,22 @@ def package_path(tree: Path, directory: Path) -> Path:
     return directory
 
 
+def side_environment(python_path: Path, **settings: str) -> dict[str, str]:
+    """This process's environment with `python_path` (a side's `package_path`) first on
+    PYTHONPATH, and `settings` added."""
+    inherited = os.environ.get("PYTHONPATH")
+    path = os.pathsep.join(filter(None, [str(python_path), inherited]))
+    return {**os.environ, "PYTHONPATH": path, **settings}
+
+
 def run_bench(
     tree: Path, python_path: Path, archives: Path, arguments: Sequence[str], json_file: Path
 ) -> Mapping[str, Any]:
     """`python -m bench ARGUMENTS --json FILE` in `tree` with `python_path` first on PYTHONPATH
     and class archives in `archives`; the JSON it wrote."""
-    inherited = os.environ.get("PYTHONPATH")
-    environment = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(python_path), inherited])),
-        "JETSPARK_CLASS_ARCHIVE": str(archives),
-        IN_COMPARISON: "1",
-    }
+    environment = side_environment(
+        python_path, JETSPARK_CLASS_ARCHIVE=str(archives), **{IN_COMPARISON: "1"}
+    )
     done = subprocess.run(
         [sys.executable, "-m", "bench", *arguments, "--json", str(json_file)],
         cwd=tree,

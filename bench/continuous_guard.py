@@ -1,8 +1,9 @@
 """The continuous member's own figures behind rows 13a/13e (stock-exchange windows, CONTINUOUS
 exactly-once, events/s) and 15e/15g (p99 latency across a distributed partitioned edge at
 20,000 and 100,000 events/s, CONTINUOUS exactly-once), on the working tree and on a git ref,
-alternating which goes first from round to round; each round's ratio new / old, their median
-with the smallest and largest. `--compare` runs those rows' whole groups with their baselines
+alternating which goes first from round to round, in `--compare`'s table (each round's ratio
+new / old, their median with the smallest and largest, a row over 10% worse flagged). `--compare`
+runs those rows' whole groups with their baselines
 (about an hour for 5 rounds); this runs the CONTINUOUS side only, which is what changes when
 the member's runtime or connections do (issue #32's guard: within 5% of before, or better).
 
@@ -13,19 +14,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench.compare import checked_out, package_path
+from bench.compare import (
+    Comparison,
+    alternate_sides,
+    checked_out,
+    package_path,
+    side_environment,
+    table,
+)
+from bench.timing import Samples
 
 LATENCY_RATES = (20_000, 100_000)
 """Rows 15e's and 15g's rates."""
-FIGURES = (("13a/13e", "events/s", True), ("15e", "ms p99", False), ("15g", "ms p99", False))
-"""Each figure: its rows, unit, and whether higher is better."""
+FIGURES = (("13a/13e", "events/s"), ("15e", "ms p99"), ("15g", "ms p99"))
+"""Each figure's rows and unit (a unit in "/s" is better higher, as `Comparison` reads it)."""
 
 
 MEASURE = """
@@ -47,22 +54,11 @@ functions, with the side's own jetspark and bench."""
 
 def _run_side(tree: Path, python_path: Path, seconds: float, latency_seconds: float) -> list[float]:
     """MEASURE in a Python of its own, in `tree` with its jetspark first on PYTHONPATH."""
-    inherited = os.environ.get("PYTHONPATH")
-    environment = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(python_path), inherited])),
-    }
+    arguments = [str(seconds), str(latency_seconds), json.dumps(LATENCY_RATES)]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            MEASURE,
-            str(seconds),
-            str(latency_seconds),
-            json.dumps(LATENCY_RATES),
-        ],
+        [sys.executable, "-c", MEASURE, *arguments],
         cwd=tree,
-        env=environment,
+        env=side_environment(python_path),
         capture_output=True,
         text=True,
         check=False,
@@ -80,33 +76,30 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=5.0, help="per latency rate")
     args = parser.parse_args()
     here = Path(__file__).resolve().parent.parent
-    figures: dict[str, list[list[float]]] = {"new": [], "old": []}
     with tempfile.TemporaryDirectory(prefix="jetspark-guard-") as scratch:
         directory = Path(scratch)
-        with checked_out(here, args.ref, directory / "old") as old_tree:
-            trees = {
-                "new": (here, package_path(here, directory / "new-path")),
-                "old": (old_tree, package_path(old_tree, directory / "old-path")),
-            }
-            for round_ in range(args.rounds):
-                for side in ("new", "old") if round_ % 2 == 0 else ("old", "new"):
-                    tree, python_path = trees[side]
-                    figures[side].append(
-                        _run_side(tree, python_path, args.seconds, args.latency_seconds)
-                    )
-                    shown = ", ".join(f"{value:,.2f}" for value in figures[side][-1])
-                    print(f"round {round_ + 1} {side}: {shown}", flush=True)
-    print(f"\n| rows | new | {args.ref} | new / old, median (min-max) | better |")
-    print("|---|---|---|---|---|")
-    for index, (rows, unit, higher) in enumerate(FIGURES):
-        new = [run[index] for run in figures["new"]]
-        old = [run[index] for run in figures["old"]]
-        ratios = [n / o for n, o in zip(new, old, strict=True)]
-        print(
-            f"| {rows} | {statistics.median(new):,.2f} {unit} | {statistics.median(old):,.2f} "
-            f"{unit} | {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) | "
-            f"{'higher' if higher else 'lower'} |"
+        with checked_out(here, args.ref, directory) as old_tree:
+            trees = {"new": here, "old": old_tree}
+            paths = {side: package_path(tree, directory / side) for side, tree in trees.items()}
+
+            def run(side: str, round_index: int) -> list[float]:
+                figures = _run_side(trees[side], paths[side], args.seconds, args.latency_seconds)
+                shown = ", ".join(f"{value:,.2f}" for value in figures)
+                print(f"round {round_index + 1} {side}: {shown}", flush=True)
+                return figures
+
+            runs = alternate_sides(("new", "old"), args.rounds, run)
+    rows = [
+        Comparison(
+            number,
+            unit,
+            Samples(tuple(figures[index] for figures in runs["new"])),
+            Samples(tuple(figures[index] for figures in runs["old"])),
         )
+        for index, (number, unit) in enumerate(FIGURES)
+    ]
+    print()
+    print(table(rows, [], args.ref, args.rounds))
 
 
 if __name__ == "__main__":

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
 from collections.abc import Iterator
 from typing import Any
 
 from bench import latency_rows, spark_rows, streaming_rows
+from bench.timing import Samples
 
 ENCRYPTED = {
     "spark.network.crypto.enabled": "true",
@@ -71,12 +71,12 @@ def main() -> None:
     print("\n| row | plain | TLS | TLS / plain, median (min-max) |")
     print("|---|---|---|---|")
     for index, (row, unit) in enumerate((("13a", "events/s"), ("15e", "ms p99"))):
-        plain = [figure[index] for figure in figures["plain"]]
-        tls = [figure[index] for figure in figures["TLS"]]
-        ratios = [t / p for t, p in zip(tls, plain, strict=True)]
+        plain = Samples(tuple(figure[index] for figure in figures["plain"]))
+        tls = Samples(tuple(figure[index] for figure in figures["TLS"]))
+        ratio = tls.over(plain)
         print(
-            f"| {row} | {statistics.median(plain):,.2f} {unit} | {statistics.median(tls):,.2f} "
-            f"{unit} | {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) |"
+            f"| {row} | {plain.median:,.2f} {unit} | {tls.median:,.2f} {unit} | "
+            f"{ratio.median:.2f} ({ratio.low:.2f}-{ratio.high:.2f}) |"
         )
 
 
