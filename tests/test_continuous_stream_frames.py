@@ -11,6 +11,7 @@ the two members' streams talk over a loopback connection.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,13 +21,16 @@ from proven_sockets import proven_pair
 from jetspark.core import DAG, JobConfig
 from jetspark.core.runtime.exchange import Link
 from jetspark.core.runtime.plan import plan_job
-from jetspark.core.runtime.queue import Queue
+from jetspark.core.runtime.queue import DONE_ITEM, Queue
+from jetspark.core.runtime.wakeup import Wakeup
 from jetspark.core.spark.continuous.security import job_certificate
 from jetspark.core.spark.continuous.streams import PeerStream
 from jetspark.edges import EdgeConfig, between
 from jetspark.processors import noop_p
 
 QUEUE_SIZE = 4
+LONG_WAIT = 60.0
+"""Longer than the wake-up test's timeout: a wait that returns did so because it was woken."""
 
 
 @pytest.fixture
@@ -126,3 +130,40 @@ def test_megabyte_items_stop_the_sender_at_the_byte_window_and_the_queue_at_its_
             break
     assert received == items
     assert channel.room() == 4
+
+
+@pytest.mark.timeout(30)
+def test_a_push_from_the_upstreams_thread_ends_the_member_loops_idle_wait(
+    link: Link, streams: tuple[PeerStream, PeerStream]
+) -> None:
+    """A non-cooperative upstream pushes from its own thread: the loop that frames its items
+    must not sleep out its backoff first (that was up to 1 ms on every cross-member item)."""
+    sender, receiver = streams
+    channel = sender.channel(link)
+    queue = Queue(QUEUE_SIZE)
+    receiver.receive_into(link, queue)
+    wakeup = Wakeup()
+    sender.wake_on_input(wakeup)
+    waiting = threading.Event()
+
+    def block(seconds: float) -> None:
+        waiting.set()
+        wakeup._block(seconds)
+
+    def upstream() -> None:
+        waiting.wait()
+        channel.push([7])
+
+    thread = threading.Thread(target=upstream)
+    thread.start()
+    wakeup.begin_round()
+    wakeup.wait(LONG_WAIT, block)  # returns once the push woke it
+    thread.join()
+    for _ in range(10):
+        sender.call()
+        receiver.call()
+    assert _take(queue) == [7]
+    wakeup.begin_round()
+    channel.push_control(DONE_ITEM)
+    assert wakeup.notified, "the end of the link wakes the loop too"
+    wakeup.close()

@@ -70,10 +70,11 @@ class StreamChannel:
     (`SendWindow`, in entries and in estimated bytes).
 
     The upstream processor pushes from its own thread when it is non-cooperative, so pushes only
-    append to a deque; the member's stream tasklet frames them (`frame_into`) on its thread.
+    append to a deque and notify the member's loop (`wakeup`, set when the runtime starts); the
+    member's stream tasklet frames them (`frame_into`) on the loop's thread.
     """
 
-    __slots__ = ("_pending", "bytes", "done", "entries", "flow", "key")
+    __slots__ = ("_pending", "bytes", "done", "entries", "flow", "key", "wakeup")
 
     def __init__(self, link: Link, limits: ByteLimits) -> None:
         self.key = link_key(link)
@@ -83,6 +84,8 @@ class StreamChannel:
         """True once DONE_ITEM was pushed."""
         self.entries = 0
         self.bytes = 0
+        self.wakeup: Wakeup | None = None
+        """The member loop's wake-up: a push ends its idle wait, so the frame leaves at once."""
 
     @property
     def window(self) -> int:
@@ -97,6 +100,8 @@ class StreamChannel:
         """Queues `chunk` for the frame this link sends at the end of the round."""
         self.flow.pushed(len(chunk))
         self._pending.append(chunk)
+        if self.wakeup is not None:
+            self.wakeup.notify()
 
     def push_control(self, entry: Any) -> None:
         """Queues the watermark, barrier or end of the link, in order with the items."""
@@ -104,6 +109,8 @@ class StreamChannel:
         self._pending.append(entry)
         if entry is DONE_ITEM:
             self.done = True
+        if self.wakeup is not None:
+            self.wakeup.notify()
 
     def frame_into(self, out: bytearray) -> None:
         """Appends what was pushed to `out`: one DATA frame per run of chunks, one CONTROL
@@ -221,7 +228,10 @@ class PeerStream:
         return self._socket.fileno()
 
     def wake_on_input(self, wakeup: Wakeup) -> None:
-        """Its input is the socket, which the member's wait watches (`StreamExchange`)."""
+        """Its input is the socket, which the member's wait watches (`StreamExchange`), and what
+        upstream processors push into its channels, which notify `wakeup`."""
+        for channel in self.channels:
+            channel.wakeup = wakeup
 
     def call(self) -> int:
         """One round of sending, receiving and delivering; see the class docstring."""
