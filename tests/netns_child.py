@@ -150,7 +150,6 @@ def main(master: str, work: str, mode: str) -> None:
         settings[RESTART_SLOT_WAIT] = "5s"
     context = create_context(master, f"jetspark-netns-{mode}", settings=settings)
     engine = SparkEngine(context, members=MEMBERS, batch_items=BATCH_ITEMS)
-    spark_jobs.JOIN_TIMEOUT = 600.0  # a loaded machine may start the executors slowly
     try:
         if mode == "batch":
             output: dict[str, Any] = {

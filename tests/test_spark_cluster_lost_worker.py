@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -21,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import spark_cluster_child as child
+from driver_scripts import run_driver_script
 from test_spark_cluster import _stop, standalone_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
@@ -49,23 +48,13 @@ def test_a_worker_stopped_for_good_leaves_the_job_running_exactly_on_one_member(
     cluster_and_workers: tuple[str, list[subprocess.Popen[bytes]]], tmp_path: Path
 ) -> None:
     master, workers = cluster_and_workers
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     stopper = threading.Thread(
         target=_stop_after_a_commit,
         args=(tmp_path / "snapshots", workers[1], tmp_path / "gate"),
         daemon=True,
     )
     stopper.start()
-    result = subprocess.run(
-        [sys.executable, str(CHILD), master, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=800,
-        env=env,
-        cwd=CHILD.parent,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    output = json.loads(result.stdout.strip().splitlines()[-1])
+    output = json.loads(run_driver_script(CHILD, master, str(tmp_path), timeout=800))
     assert workers[1].poll() is not None, "the worker was not stopped"
     expected = Counter(n % child.KEYS for n in range(child.NUMBERS))
     assert dict(map(tuple, output["counts"])) == dict(expected)

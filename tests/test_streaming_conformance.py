@@ -193,16 +193,21 @@ def test_cancel_and_continue_at_other_member_counts(
 
 def continue_at_member_counts(
     context: Any, mode: ExecutionMode, member_counts: tuple[int, int, int], snapshots: Any
-) -> None:
+) -> list[Job]:
     """Rescale across runs of one job on `context` in `mode`, cancelling each of the first two
-    runs once it committed a snapshot: the counts are exact, and every run ran in `mode`."""
+    runs once it committed a snapshot: the counts are exact, and every run ran in `mode`.
+    `snapshots`: the store's directory, or the store itself. Returns the three runs."""
     from jetspark.core.spark import SparkEngine
 
     config = JobConfig(
         processing_guarantee=EXACTLY_ONCE, snapshot_interval_millis=3, execution_mode=mode
     )
     items = jobs.words(3000, seed=5)
-    store = DirectorySnapshotStore(snapshots)
+    store = (
+        snapshots
+        if isinstance(snapshots, DirectorySnapshotStore)
+        else DirectorySnapshotStore(snapshots)
+    )
     runs: list[Job] = []
     for members in member_counts[:2]:
         engine = SparkEngine(context, members=members, batch_items=100)
@@ -229,6 +234,7 @@ def continue_at_member_counts(
     assert last.get_map("rescaled") == jobs.expected_counts(items)
     assert all(batches(run) >= 1 for run in runs[:2])
     assert {run.metrics.execution_mode for run in runs} == {mode.value}
+    return runs
 
 
 def _trade(offset: int) -> tuple[int, str]:

@@ -4,7 +4,9 @@ Each member task opens one TCP connection to the driver's coordinator and says w
 driver answers with what the run restores and tells it, in order, which snapshot to take, which
 one is committed, and when the job has completed (or is cancelled, or the task is fenced: a newer
 attempt of the stage has started). The member reports its snapshot parts, its sinks' writes, its
-metrics, its end and a processor's failure. Messages are `(kind, payload)` pairs, pickled and
+metrics, its end and a processor's failure. Messages are `(kind, payload)` pairs, pickled with
+cloudpickle (as the task's own function is: a user's class defined in the driver's script, such
+as a snapshot store's subclass in what a run restores, reaches the member by value) and
 length-prefixed, written through the connection's authenticated frames (frames.py: keys of this
 connection derived from the job's secret, shipped to the tasks with their function); nothing is
 unpickled before its frame passed the check, so another process that connects, or injects into
@@ -26,6 +28,8 @@ import socket
 import struct
 import threading
 from typing import Any
+
+from pyspark import cloudpickle
 
 from jetspark.core.spark.continuous.frames import Frames
 from jetspark.core.spark.continuous.settings import Liveness
@@ -97,7 +101,7 @@ class ControlConnection:
 
     def send(self, kind: str, payload: Any = None) -> None:
         """Sends one message (OSError when the other end is gone)."""
-        body = pickle.dumps((kind, payload), protocol=5)
+        body = cloudpickle.dumps((kind, payload), protocol=5)
         frame = bytearray()
         with self._send_lock:
             self._frames.seal(_LENGTH.pack(len(body)) + body, frame)
