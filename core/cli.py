@@ -515,6 +515,7 @@ def _tfidf(args: argparse.Namespace, spark: Any) -> int:
             _say(f"deriving the stopwords in the index job: {derived}")
         else:
             _say(f"using {len(stopwords):,} stopwords from {args.stopwords}")
+        _check_docs_shared(session.engine, corpus)
         _check_index_shared(session.engine, index_path, args.index)
         _say(f"building the index on {session.description} into {index_path} ...")
         job_started = time.monotonic()
@@ -646,23 +647,52 @@ def _probe_writable(path: str) -> None:
         raise InputError(f"cannot write {path!r}: {error.strerror or error}") from error
 
 
+def _cluster_master(engine: Any) -> str | None:
+    """The master of the engine's Spark cluster, or None on LocalEngine and `local[...]`."""
+    context = getattr(engine, "context", None)
+    if context is None:
+        return None
+    from jetspark.core.spark.session import master_of
+
+    master = master_of(context)
+    return None if master.startswith("local") else master
+
+
+def _check_docs_shared(engine: Any, corpus: Corpus) -> None:
+    """InputError when some executors of a Spark cluster do not see the documents (the tasks
+    read them), before the job runs: the directory, its first and its last document."""
+    from jetspark.processors.tfidf import InputError
+
+    master = _cluster_master(engine)
+    if master is None:
+        return
+    from jetspark.core.spark.shared_storage import hosts_missing
+
+    root = str(corpus.root)
+    samples = {corpus.documents[0], corpus.documents[-1]}
+    missing = hosts_missing(engine.context, [root, *(os.path.join(root, n) for n in samples)])
+    if missing:
+        raise InputError(
+            "DOCS_DIR must be a directory every executor reaches at the same path (shared "
+            f"storage): on the cluster {master} the executors read the documents, and those on "
+            f"{', '.join(missing)} do not see {root} and its documents. Put the documents on "
+            "shared storage, or run with --master local[*]"
+        )
+
+
 def _check_index_shared(engine: Any, index_path: str, given: str) -> None:
     """InputError when some executors of a Spark cluster do not see the directory where the
     partitioned index goes (its parts are written by the tasks), before the job runs."""
     from jetspark.processors.tfidf import DEFAULT_INDEX_PATH, InputError
     from jetspark.processors.tfidf.parts import is_single_file
 
-    context = getattr(engine, "context", None)
-    if context is None or is_single_file(index_path):
+    master = _cluster_master(engine)
+    if master is None or is_single_file(index_path):
         return
-    from jetspark.core.spark.session import master_of
     from jetspark.core.spark.shared_storage import hosts_not_seeing
 
-    master = master_of(context)
-    if master.startswith("local"):
-        return
     parent = os.path.dirname(index_path)
-    missing = hosts_not_seeing(context, parent)
+    missing = hosts_not_seeing(engine.context, parent)
     if missing:
         default = (
             f" (the default, ./{DEFAULT_INDEX_PATH}, is in the directory the command runs in, "

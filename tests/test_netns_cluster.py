@@ -119,6 +119,31 @@ def test_tfidf_over_books_scores_as_the_local_engine(
         assert math.isclose(cluster_scores[key], score, rel_tol=1e-9), key
 
 
+@pytest.mark.parametrize("private", ["docs", "index"])
+def test_tfidf_refuses_a_directory_of_the_drivers_own_naming_the_hosts(
+    cluster: netns_cluster.NamespaceCluster, private: str
+) -> None:
+    """`jetspark tfidf` with its documents, or its index, in the driver's private /tmp: the
+    executors read the documents and write the index's parts, so the command says which hosts
+    do not see the directory before any job runs, instead of a task's FileNotFoundError."""
+    shared = work(cluster, f"tfidf-private-{private}")
+    docs = cluster.tmp("driver") / "docs" if private == "docs" else shared / "docs"
+    docs.mkdir()
+    for number in range(3):
+        (docs / f"doc{number}.txt").write_text(f"alpha beta gamma{number}\n")
+    seen_docs = "/tmp/docs" if private == "docs" else str(docs)
+    index = "/tmp/index" if private == "index" else str(shared / "index")
+    jetspark = str(Path(sys.executable).with_name("jetspark"))
+    arguments = ["tfidf", seen_docs, "--master", netns_cluster.MASTER_URL, "--members", "2"]
+    result = cluster.run("driver", [jetspark, *arguments, "--index", index], timeout=600)
+    assert result.returncode != 0
+    what = "DOCS_DIR" if private == "docs" else "--index"
+    assert f"{what} must be a directory every executor reaches at the same path" in result.stderr
+    workers = [netns_cluster.address(host) for host in netns_cluster.WORKERS]
+    assert all(address in result.stderr for address in workers), result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("mode", ["micro_batch", "continuous"])
 def test_a_streaming_job_publishes_every_item_once(
     cluster: netns_cluster.NamespaceCluster, mode: str

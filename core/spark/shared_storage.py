@@ -38,21 +38,26 @@ def task_host() -> str:
 
 def hosts_not_seeing(context: Any, parent: str) -> list[str]:
     """The hosts (`task_host`) of the executors of SparkContext `context` that do not see a
-    directory the driver makes in `parent` (and removes again): one task per task slot of the
-    cluster looks for it, so a directory of the driver's own is found out before a job writes
-    there."""
+    directory the driver makes in `parent` (and removes again), so a directory of the driver's
+    own is found out before a job writes there."""
     probe = tempfile.mkdtemp(prefix=".jetspark-shared-", dir=parent)
     try:
-        slots = max(context.defaultParallelism, 1)
-        tasks = context.parallelize(range(slots), slots)
-        seen = tasks.map(partial(_sees, probe)).collect()
+        return hosts_missing(context, [probe])
     finally:
         shutil.rmtree(probe, ignore_errors=True)
+
+
+def hosts_missing(context: Any, paths: list[str]) -> list[str]:
+    """The hosts (`task_host`) of the executors of SparkContext `context` on which one of
+    `paths` does not exist: one task per task slot of the cluster looks."""
+    slots = max(context.defaultParallelism, 1)
+    tasks = context.parallelize(range(slots), slots)
+    seen = tasks.map(partial(_sees, paths)).collect()
     return sorted({host for host, present in seen if not present})
 
 
-def _sees(directory: str, _task: int) -> tuple[str, bool]:
-    return task_host(), os.path.isdir(directory)
+def _sees(paths: list[str], _task: int) -> tuple[str, bool]:
+    return task_host(), all(os.path.exists(path) for path in paths)
 
 
 @dataclass(frozen=True)
