@@ -734,6 +734,7 @@ def _stopwords(args: argparse.Namespace, spark: Any) -> int:
     """`jetspark stopwords`: prints the derived stopwords, one a line (a `--stopwords` file)."""
     corpus = _corpus(args)
     with EngineSession.of(args, spark, ui=_long_running(corpus)) as session:
+        _check_docs_shared(session.engine, corpus)
         stopwords = _derived_stopwords(session, corpus, args)
     for word in sorted(stopwords):
         print(word)

@@ -119,23 +119,28 @@ def test_tfidf_over_books_scores_as_the_local_engine(
         assert math.isclose(cluster_scores[key], score, rel_tol=1e-9), key
 
 
-@pytest.mark.parametrize("private", ["docs", "index"])
-def test_tfidf_refuses_a_directory_of_the_drivers_own_naming_the_hosts(
-    cluster: netns_cluster.NamespaceCluster, private: str
+@pytest.mark.parametrize(
+    ("command", "private"), [("tfidf", "docs"), ("tfidf", "index"), ("stopwords", "docs")]
+)
+def test_a_directory_of_the_drivers_own_is_refused_naming_the_hosts(
+    cluster: netns_cluster.NamespaceCluster, command: str, private: str
 ) -> None:
-    """`jetspark tfidf` with its documents, or its index, in the driver's private /tmp: the
-    executors read the documents and write the index's parts, so the command says which hosts
-    do not see the directory before any job runs, instead of a task's FileNotFoundError."""
-    shared = work(cluster, f"tfidf-private-{private}")
-    docs = cluster.tmp("driver") / "docs" if private == "docs" else shared / "docs"
+    """`jetspark tfidf` (or `stopwords`) with its documents, or its index, in the driver's
+    private /tmp: the executors read the documents and write the index's parts, so the command
+    says which hosts do not see the directory before any job runs (before, an unreadable
+    document was logged on its executor and the command ended with an empty result, exit 0)."""
+    shared = work(cluster, f"{command}-private-{private}")
+    docs = cluster.tmp("driver") / f"{command}-docs" if private == "docs" else shared / "docs"
     docs.mkdir()
     for number in range(3):
         (docs / f"doc{number}.txt").write_text(f"alpha beta gamma{number}\n")
-    seen_docs = "/tmp/docs" if private == "docs" else str(docs)
+    seen_docs = f"/tmp/{command}-docs" if private == "docs" else str(docs)
     index = "/tmp/index" if private == "index" else str(shared / "index")
     jetspark = str(Path(sys.executable).with_name("jetspark"))
-    arguments = ["tfidf", seen_docs, "--master", netns_cluster.MASTER_URL, "--members", "2"]
-    result = cluster.run("driver", [jetspark, *arguments, "--index", index], timeout=600)
+    arguments = [command, seen_docs, "--master", netns_cluster.MASTER_URL, "--members", "2"]
+    if command == "tfidf":
+        arguments += ["--index", index]
+    result = cluster.run("driver", [jetspark, *arguments], timeout=600)
     assert result.returncode != 0
     what = "DOCS_DIR" if private == "docs" else "--index"
     assert f"{what} must be a directory every executor reaches at the same path" in result.stderr
