@@ -12,14 +12,15 @@ import sys
 
 from test_streaming_conformance import continue_at_member_counts
 
-from jetspark.core import ExecutionMode
+from jetspark.core import DirectorySnapshotStore, ExecutionMode
 from jetspark.core.spark.session import create_context, stop_context
 
 
 def main(snapshots: str) -> None:
     context = create_context("local[3]", "jetspark-continuous-rescale")
     try:
-        continue_at_member_counts(context, ExecutionMode.CONTINUOUS, (2, 3, 1), snapshots)
+        store = DirectorySnapshotStore(snapshots)
+        continue_at_member_counts(context, ExecutionMode.CONTINUOUS, (2, 3, 1), store)
     finally:
         stop_context(context)
     print("exact")

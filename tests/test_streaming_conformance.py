@@ -188,26 +188,25 @@ def test_cancel_and_continue_at_other_member_counts(
 ) -> None:
     """Continuous execution needs a task slot per member: 2 -> 3 -> 1 on three slots is
     test_continuous_rescale.py's."""
-    continue_at_member_counts(spark_engine.context, mode, member_counts, tmp_path / "snapshots")
+    store = DirectorySnapshotStore(tmp_path / "snapshots")
+    continue_at_member_counts(spark_engine.context, mode, member_counts, store)
 
 
 def continue_at_member_counts(
-    context: Any, mode: ExecutionMode, member_counts: tuple[int, int, int], snapshots: Any
+    context: Any,
+    mode: ExecutionMode,
+    member_counts: tuple[int, int, int],
+    store: DirectorySnapshotStore,
 ) -> list[Job]:
     """Rescale across runs of one job on `context` in `mode`, cancelling each of the first two
-    runs once it committed a snapshot: the counts are exact, and every run ran in `mode`.
-    `snapshots`: the store's directory, or the store itself. Returns the three runs."""
+    runs once it committed a snapshot into `store`: the counts are exact, and every run ran in
+    `mode`. Returns the three runs."""
     from jetspark.core.spark import SparkEngine
 
     config = JobConfig(
         processing_guarantee=EXACTLY_ONCE, snapshot_interval_millis=3, execution_mode=mode
     )
     items = jobs.words(3000, seed=5)
-    store = (
-        snapshots
-        if isinstance(snapshots, DirectorySnapshotStore)
-        else DirectorySnapshotStore(snapshots)
-    )
     runs: list[Job] = []
     for members in member_counts[:2]:
         engine = SparkEngine(context, members=members, batch_items=100)
