@@ -35,3 +35,28 @@ def frequent_thread_switches() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(before)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory) -> Iterator[Any]:
+    """A real Kafka broker (bench/kafka_broker.py) shared by the run's tests, stopped by PID
+    at the end; tests give their topics names of their own."""
+    from bench.kafka_broker import KafkaBroker
+
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka")).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def restartable_kafka_broker(tmp_path) -> Iterator[Any]:
+    """A broker of the test's own, which it may stop, kill and start again mid-test."""
+    from bench.kafka_broker import KafkaBroker
+
+    broker = KafkaBroker(tmp_path / "kafka").start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

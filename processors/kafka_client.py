@@ -1,0 +1,131 @@
+"""The Kafka client's side of jetspark's Kafka source and sink: the properties a user gives,
+the brokers and topics checked at submit, the marker topic of the exactly-once sink."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+log = logging.getLogger("jetspark.kafka")
+
+Properties = dict[str, Any]
+"""confluent-kafka's (librdkafka's) client settings; `bootstrap.servers` is required."""
+
+
+class KafkaSettingError(ValueError):
+    """A Kafka source or sink is misconfigured; the message names the vertex and the setting."""
+
+
+def check_properties(properties: Any, what: str) -> Properties:
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            f"{what} needs the Kafka client confluent-kafka: pip install 'jetspark[kafka]'"
+        ) from None
+    if not isinstance(properties, dict):
+        raise TypeError(f"{what}: properties must be a dict of Kafka client settings")
+    if not properties.get("bootstrap.servers"):
+        raise KafkaSettingError(
+            f"{what}: the properties lack 'bootstrap.servers' (the brokers to connect to, "
+            "such as {'bootstrap.servers': 'localhost:9092'})"
+        )
+    return dict(properties)
+
+
+def client_settings(properties: Properties) -> Properties:
+    """librdkafka's settings: the user's, without the ones jetspark reads itself."""
+    return {k: v for k, v in properties.items() if k not in _JETSPARK_SETTINGS}
+
+
+_JETSPARK_SETTINGS = frozenset()
+"""Keys of the properties that are jetspark's, not librdkafka's (none today)."""
+
+
+def wait_for_metadata(
+    properties: Properties, topics: Sequence[str], vertex: str, wait_seconds: float
+) -> dict[str, int]:
+    """Each topic's partition count, asked of the brokers; waits up to `wait_seconds` for
+    them to answer (logging it) and fails naming the vertex and `bootstrap.servers`.
+
+    A missing topic is an error, unless `allow.auto.create.topics` is true in the
+    properties: it is then created with the broker's default partition count."""
+    from confluent_kafka.admin import NewTopic
+
+    admin = admin_client(properties)
+    servers = properties["bootstrap.servers"]
+    started = time.monotonic()
+    next_notice = started + 10
+    while True:
+        try:
+            metadata = admin.list_topics(timeout=5)
+            if metadata.brokers:
+                break
+        except Exception as error:  # the brokers did not answer in time
+            last = error
+        now = time.monotonic()
+        if now - started >= wait_seconds:
+            raise KafkaSettingError(
+                f"vertex '{vertex}': no Kafka broker at bootstrap.servers={servers!r} answered "
+                f"within {wait_seconds:.0f} s (broker_wait_seconds); last error: {last}"
+            ) from None
+        if now >= next_notice:
+            log.warning(
+                "vertex '%s': waiting for a Kafka broker at %s (%.0f of %.0f s)",
+                vertex,
+                servers,
+                now - started,
+                wait_seconds,
+            )
+            next_notice = now + 10
+    counts: dict[str, int] = {}
+    missing = [t for t in topics if t not in metadata.topics or metadata.topics[t].error]
+    if missing and str(properties.get("allow.auto.create.topics", "")).lower() == "true":
+        futures = admin.create_topics([NewTopic(t, num_partitions=-1) for t in missing])
+        for future in futures.values():
+            try:
+                future.result(60)
+            except Exception as error:
+                if "TOPIC_ALREADY_EXISTS" not in str(error):
+                    raise
+        return wait_for_metadata(properties, topics, vertex, wait_seconds)
+    if missing:
+        raise KafkaSettingError(
+            f"vertex '{vertex}': topic {missing[0]!r} does not exist on {servers} (create it, "
+            "or set 'allow.auto.create.topics': 'true' to have it created)"
+        )
+    for topic in topics:
+        counts[topic] = len(metadata.topics[topic].partitions)
+    return counts
+
+
+def admin_client(properties: Properties) -> Any:
+    """An admin client on the user's settings (its warnings about consumer- or producer-only
+    settings go to the `jetspark.kafka` logger)."""
+    from confluent_kafka.admin import AdminClient
+
+    settings = client_settings(properties)
+    settings["logger"] = log
+    return AdminClient(settings)
+
+
+def ensure_marker_topic(properties: Properties, topic: str, vertex: str) -> None:
+    """Creates the marker topic (one partition) unless it exists; fails naming the setting."""
+    from confluent_kafka.admin import NewTopic
+
+    admin = admin_client(properties)
+    if topic in admin.list_topics(timeout=30).topics:
+        return
+    future = admin.create_topics([NewTopic(topic, num_partitions=1)])[topic]
+    try:
+        future.result(60)
+    except Exception as error:
+        if "TOPIC_ALREADY_EXISTS" in str(error):
+            return
+        raise KafkaSettingError(
+            f"vertex '{vertex}': the exactly-once sink needs its marker topic {topic!r} "
+            f"and could not create it ({error}); create it with one partition, or name another "
+            "with marker_topic="
+        ) from error

@@ -1,0 +1,408 @@
+"""The Kafka sink processor: transactions per snapshot for exactly-once, an idempotent
+producer otherwise (processors/kafka.py tells how a crash is survived)."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.config import ProcessingGuarantee
+from jetspark.core.context import Context
+from jetspark.core.inbox import Inbox
+from jetspark.core.outbox import Outbox
+from jetspark.processors.kafka_client import Properties, client_settings, log
+from jetspark.processors.snapshots import ProcessorState
+
+_TRANSACTIONS = ProcessorState("kafka_transactions")
+
+Serializer = Callable[[Any], bytes | None]
+
+
+def default_serializer(value: Any) -> bytes | None:
+    """bytes as they are, str as UTF-8, None as None (a null key or a tombstone)."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(
+        f"a {type(value).__name__} is not bytes or str: give write_kafka_p a key_serializer or "
+        "value_serializer (such as lambda v: json.dumps(v).encode())"
+    )
+
+
+@dataclass(frozen=True)
+class SinkSettings:
+    properties: Properties
+    topic: str
+    key_fn: Callable[[Any], Any]
+    value_fn: Callable[[Any], Any]
+    exactly_once: bool
+    key_serializer: Serializer
+    value_serializer: Serializer
+    marker_topic: str
+    transactional_id_prefix: str
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """An epoch's transaction, flushed but maybe not committed: what a restore decides on."""
+
+    transactional_id: str
+    token: str
+    marker_partition: int
+    marker_offset: int
+    records: tuple[tuple[bytes | None, bytes | None], ...]
+
+
+class WriteKafkaP(AbstractProcessor):
+    """Produces `(key_fn(item), value_fn(item))` records to one topic (module docstring)."""
+
+    def __init__(self, settings: SinkSettings) -> None:
+        self._settings = settings
+        self._transactional = False
+        self._producers: list[Any] = []
+        self._ids: list[str] = []
+        self._current = 0
+        self._in_transaction = False
+        self._epoch: list[tuple[bytes | None, bytes | None]] = []
+        self._prepared: _Prepared | None = None
+        self._adopted: list[Any] = []
+        """Saved states of old processors this one took over in a restore."""
+        self._delivery_error: Any = None
+        self._defer = False
+        self._markers: Any = None
+
+    def is_cooperative(self) -> bool:
+        return False  # blocking flushes and transaction commits
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        settings = self._settings
+        self._transactional = (
+            settings.exactly_once
+            and context.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE
+        )
+        self._defer = self._transactional and getattr(context.stores, "driver_publishes", False)
+        if self._transactional:
+            base = f"{settings.transactional_id_prefix}-{context.vertex_name}"
+            index = context.global_processor_index
+            self._ids = [f"{base}-{index}-{k}" for k in (0, 1)]
+            if not self._defer:
+                self._producers = [self._transactional_producer(i) for i in self._ids]
+        else:
+            producer_settings = client_settings(settings.properties)
+            producer_settings.setdefault("enable.idempotence", True)
+            self._producers = [self._producer(producer_settings)]
+
+    def _producer(self, producer_settings: Properties) -> Any:
+        from confluent_kafka import Producer
+
+        producer_settings.setdefault("logger", log)
+        producer_settings.setdefault("linger.ms", 5)
+        return Producer(producer_settings)
+
+    def _transactional_producer(self, transactional_id: str) -> Any:
+        """A producer of `transactional_id`, its earlier incarnations fenced off (an open
+        transaction of theirs is aborted, a committing one completed)."""
+        producer_settings = client_settings(self._settings.properties)
+        producer_settings["transactional.id"] = transactional_id
+        producer = self._producer(producer_settings)
+        self._call(producer.init_transactions, 60, what=f"init_transactions({transactional_id})")
+        return producer
+
+    def _call(self, method: Callable[..., Any], *args: Any, what: str) -> Any:
+        """Calls a transactional method, retrying what librdkafka calls retriable and naming
+        the vertex and transactional id in every other failure."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        for attempt in range(10):
+            try:
+                return method(*args)
+            except KafkaException as exception:
+                error = exception.args[0]
+                if error.retriable() and attempt < 9:
+                    time.sleep(min(2.0, 0.1 * 2**attempt))
+                    continue
+                if error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED) or (
+                    "fenced" in error.str().lower()
+                ):
+                    raise RuntimeError(
+                        f"vertex '{self.context.vertex_name}': {what} was fenced: another "
+                        "producer (another job, or another run of this one) uses the same "
+                        "transactional id; give each job its own 'transactional.id' prefix"
+                    ) from exception
+                raise RuntimeError(
+                    f"vertex '{self.context.vertex_name}': Kafka {what} failed: {error.str()}"
+                ) from exception
+        raise AssertionError("unreachable")
+
+    def _on_delivery(self, error: Any, message: Any) -> None:
+        if error is not None and self._delivery_error is None:
+            self._delivery_error = (error, message.topic())
+
+    def _check_delivery(self) -> None:
+        failed = self._delivery_error
+        if failed is not None:
+            error, topic = failed
+            raise RuntimeError(
+                f"vertex '{self.context.vertex_name}': Kafka did not take a record for topic "
+                f"{topic!r}: {error.str()}"
+                + (
+                    " (the broker's message.max.bytes / the topic's max.message.bytes, or the "
+                    "client's 'message.max.bytes', bound a record's size)"
+                    if "LARGE" in error.name()
+                    else ""
+                )
+            )
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        settings = self._settings
+        key_fn, value_fn = settings.key_fn, settings.value_fn
+        key_serializer, value_serializer = settings.key_serializer, settings.value_serializer
+        records = []
+        while (item := inbox.poll()) is not None:
+            try:
+                records.append((key_serializer(key_fn(item)), value_serializer(value_fn(item))))
+            except TypeError as error:
+                raise TypeError(f"vertex '{self.context.vertex_name}': {error}") from error
+        if self._transactional:
+            self._epoch.extend(records)
+            if self._defer:
+                return
+            self._begin()
+        self._produce(self._producers[self._current], records)
+        self._check_delivery()
+
+    def _begin(self) -> None:
+        if not self._in_transaction:
+            self._call(self._producers[self._current].begin_transaction, what="begin_transaction")
+            self._in_transaction = True
+
+    def _produce(self, producer: Any, records: Sequence[tuple[Any, Any]]) -> None:
+        from confluent_kafka import KafkaException
+
+        topic = self._settings.topic
+        for key, value in records:
+            while True:
+                try:
+                    producer.produce(topic, value, key, on_delivery=self._on_delivery)
+                    break
+                except BufferError:  # the client's queue is full: let it send
+                    producer.poll(0.05)
+                except KafkaException as exception:
+                    size = len(value or b"") + len(key or b"")
+                    raise ValueError(
+                        f"vertex '{self.context.vertex_name}': a record of {size} bytes for "
+                        f"topic {topic!r} was refused: {exception.args[0].str()} (the client's "
+                        "'message.max.bytes' and the broker's limits bound a record's size)"
+                    ) from exception
+        producer.poll(0)
+
+    def _flush(self, producer: Any) -> None:
+        remaining = producer.flush(120)
+        self._check_delivery()
+        if remaining:
+            raise RuntimeError(
+                f"vertex '{self.context.vertex_name}': {remaining} records were not delivered "
+                f"to topic {self._settings.topic!r} within 120 s"
+            )
+
+    def complete(self) -> bool:
+        if not self._transactional:
+            self._flush(self._producers[0])
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        if not self._transactional:
+            self._flush(self._producers[0])
+            return True
+        if self._prepared is not None:
+            raise AssertionError("a Kafka sink saved twice without a commit in between")
+        prepared = self._prepare() if self._epoch else None
+        state = (tuple(self._ids), prepared)
+        if not self.try_emit_to_snapshot(*_TRANSACTIONS.entry(self.context, state)):
+            raise AssertionError("the snapshot refused a Kafka sink's one entry")
+        self._prepared = prepared
+        self._epoch = []
+        return True
+
+    def _prepare(self) -> _Prepared:
+        """Ends the epoch's transaction (flushed, with its marker), uncommitted; in a
+        micro-batch only notes where its marker will have to be looked for."""
+        transactional_id = self._ids[self._current]
+        token = secrets.token_hex(16)
+        records = tuple(self._epoch)
+        if self._defer:
+            return _Prepared(transactional_id, token, 0, self._marker_end(), records)
+        producer = self._producers[self._current]
+        self._begin()
+        marker: dict[str, int] = {}
+
+        def delivered(error: Any, message: Any) -> None:
+            if error is None:
+                marker["partition"], marker["offset"] = message.partition(), message.offset()
+            else:
+                self._on_delivery(error, message)
+
+        self._produce_marker(producer, transactional_id, token, None, delivered)
+        self._flush(producer)
+        self._in_transaction = False
+        self._current = 1 - self._current
+        return _Prepared(transactional_id, token, marker["partition"], marker["offset"], records)
+
+    def _produce_marker(
+        self,
+        producer: Any,
+        transactional_id: str,
+        token: str,
+        partition: int | None,
+        delivered: Callable[[Any, Any], None],
+    ) -> None:
+        marker_topic = self._settings.marker_topic
+        key, value = transactional_id.encode(), token.encode()
+        if partition is None:
+            producer.produce(marker_topic, value, key, on_delivery=delivered)
+        else:
+            producer.produce(marker_topic, value, key, partition, on_delivery=delivered)
+
+    def snapshot_committed(self) -> None:
+        prepared = self._prepared
+        self._prepared = None
+        if prepared is None or self._defer:
+            return
+        producer = self._producers[self._ids.index(prepared.transactional_id)]
+        self._call(producer.commit_transaction, 120, what="commit_transaction")
+
+    # restore: decide each prepared transaction from the broker (module docstring)
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        saved = _TRANSACTIONS.saved(key, value)
+        if ProcessorState.owns(self.context, saved):
+            self._adopted.append(saved.value)
+
+    def finish_snapshot_restore(self) -> bool:
+        if not self._transactional:
+            return True
+        if self._defer:
+            self._producers = [self._transactional_producer(i) for i in self._ids]
+        own = set(self._ids)
+        undecided: list[_Prepared] = []
+        for ids, prepared in self._adopted:
+            for old_id in ids:
+                if old_id not in own:  # fence an old processor's producers
+                    self._transactional_producer(old_id).flush(0)
+            if prepared is not None:
+                undecided.append(prepared)
+        self._adopted = []
+        lost = [p for p in undecided if not self._in_kafka(p)]
+        if lost:
+            self._republish(lost)
+        if self._defer:  # this batch's own epoch is published by the next batch
+            self._close_producers()
+        return True
+
+    def _marker_consumer(self) -> Any:
+        """A read_committed consumer of the marker topic (made once)."""
+        if self._markers is None:
+            from confluent_kafka import Consumer
+
+            client = client_settings(self._settings.properties)
+            client.update(
+                {
+                    "group.id": f"jetspark-markers-{secrets.token_hex(4)}",
+                    "isolation.level": "read_committed",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    "logger": log,
+                }
+            )
+            self._markers = Consumer(client)
+        return self._markers
+
+    def _marker_end(self) -> int:
+        """The marker partition's end offset now: a marker produced later lies above it."""
+        from confluent_kafka import TopicPartition
+
+        partition = TopicPartition(self._settings.marker_topic, 0)
+        return self._marker_consumer().get_watermark_offsets(partition, timeout=60)[1]
+
+    def _in_kafka(self, prepared: _Prepared) -> bool:
+        """True when a committed transaction holds `prepared`'s marker token: the marker
+        partition read with read_committed from where that marker is (or would be) to its end."""
+        from confluent_kafka import TopicPartition
+
+        consumer = self._marker_consumer()
+        topic = self._settings.marker_topic
+        start = TopicPartition(topic, prepared.marker_partition, prepared.marker_offset)
+        consumer.assign([start])
+        key, token = prepared.transactional_id.encode(), prepared.token.encode()
+        deadline = time.monotonic() + 120
+        try:
+            while time.monotonic() < deadline:
+                message = consumer.poll(1.0)
+                if message is None:
+                    continue
+                if message.error() is not None:
+                    if message.error().code() == _partition_eof():
+                        return False
+                    continue
+                if message.key() == key and message.value() == token:
+                    return True
+        finally:
+            consumer.unassign()
+        raise RuntimeError(
+            f"vertex '{self.context.vertex_name}': could not read the marker topic {topic!r} "
+            "to its end within 120 s (a transaction left open by a producer that is not "
+            "fenced holds read_committed readers back until transaction.timeout.ms)"
+        )
+
+    def _republish(self, lost: list[_Prepared]) -> None:
+        """Produces the records of epochs that never reached Kafka, each with its marker token,
+        in one transaction committed at once (the snapshot that holds them is committed)."""
+        producer = self._producers[self._current]
+        self._call(producer.begin_transaction, what="begin_transaction")
+        for prepared in lost:
+            self._produce(producer, prepared.records)
+            self._produce_marker(
+                producer,
+                prepared.transactional_id,
+                prepared.token,
+                prepared.marker_partition,
+                self._on_delivery,
+            )
+        self._flush(producer)
+        self._call(producer.commit_transaction, 120, what="commit_transaction")
+        log.info(
+            "vertex '%s' processor %d: wrote again %d records of %d epochs whose transaction "
+            "a failure left uncommitted",
+            self.context.vertex_name,
+            self.context.global_processor_index,
+            sum(len(p.records) for p in lost),
+            len(lost),
+        )
+
+    def _close_producers(self) -> None:
+        for producer in self._producers:
+            # closing after a failure: the job's error is what matters
+            with contextlib.suppress(Exception):
+                producer.flush(10)
+        self._producers = []
+
+    def close(self) -> None:
+        self._close_producers()
+        if self._markers is not None:
+            self._markers.close()
+            self._markers = None
+
+
+def _partition_eof() -> int:
+    from confluent_kafka import KafkaError
+
+    return KafkaError._PARTITION_EOF

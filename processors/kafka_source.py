@@ -1,0 +1,378 @@
+"""The Kafka source processor: one consumer per processor (processors/kafka.py tells how
+partitions, offsets, watermarks and micro-batches work)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mmh3
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.config import ProcessingGuarantee
+from jetspark.core.context import Context
+from jetspark.core.outbox import Outbox
+from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
+from jetspark.processors.event_time import EventTimeMapper, EventTimePolicy
+from jetspark.processors.kafka_client import KafkaSettingError, Properties, client_settings, log
+from jetspark.processors.watermark_policies import MIN_TIMESTAMP, monotonic_ms
+
+_OFFSET_KEY = "kafka_offset"
+_POLL_BATCH = 1024
+"""Records a source takes from its consumer per call."""
+_COMMIT_INTERVAL_MS = 5_000
+"""Without a guarantee, how often a source commits its offsets to Kafka."""
+
+Deserializer = Callable[[bytes], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaRecord:
+    """A consumed record, as `projection_fn` receives it (Kafka's `ConsumerRecord`)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    """Milliseconds since the epoch: the producer's create time or the broker's log time."""
+    key: Any
+    value: Any
+    headers: tuple[tuple[str, bytes], ...]
+
+
+def owner_of(topic: str, partition: int, total_parallelism: int) -> int:
+    """The global index of the source processor that reads `partition` of `topic`."""
+    return ((mmh3.hash(topic, signed=False)) + partition) % total_parallelism
+
+
+def default_projection(record: KafkaRecord) -> Any:
+    return (record.key, record.value)
+
+
+class StreamKafkaP(AbstractProcessor):
+    """One consumer reading its share of the topics' partitions (see the module docstring)."""
+
+    def __init__(self, settings: SourceSettings) -> None:
+        self._settings = settings
+        self._consumer: Any = None
+        self._owned: list[tuple[str, int]] = []
+        """(topic, partition) this processor reads, in the order found: its index in the
+        event-time mapper."""
+        self._index_of: dict[tuple[str, int], int] = {}
+        self._next: dict[tuple[str, int], int] = {}
+        """Next offset to emit of each owned partition (after the last emitted record)."""
+        self._limits: dict[tuple[str, int], int] = {}
+        """In a micro-batch: the end offset each partition is read to in this batch."""
+        self._known: dict[str, int] = {}
+        """Partition count of each topic when last checked."""
+        self._pending: deque[tuple[Any, tuple[str, int] | None, int]] = deque()
+        """Consumed but not yet emitted: (item or watermark, its partition or None, next
+        offset after it)."""
+        self._mapper: EventTimeMapper | None = None
+        self._restored: dict[tuple[str, int], tuple[int, int]] = {}
+        self._restored_limits: dict[tuple[str, int], int] = {}
+        self._checked_at = 0
+        self._committed_at = 0
+        self._batch = False
+        self._guarantee = ProcessingGuarantee.NONE
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        from confluent_kafka import Consumer
+
+        settings = self._settings
+        self._guarantee = context.processing_guarantee
+        self._batch = getattr(context.stores, "driver_publishes", False)
+        client = client_settings(settings.properties)
+        client.setdefault("group.id", f"jetspark-{context.vertex_name}")
+        client["enable.auto.commit"] = False
+        client["enable.auto.offset.store"] = False
+        client.setdefault("enable.partition.eof", False)
+        client.setdefault("logger", log)
+        self._consumer = Consumer(client)
+        if settings.event_time_policy is not None:
+            self._mapper = EventTimeMapper(settings.event_time_policy)
+        self._checked_at = self._committed_at = monotonic_ms()
+        self._find_partitions(initial=True, counts=self._partition_counts())
+
+    def _partition_counts(self) -> dict[str, int]:
+        metadata = self._consumer.list_topics(timeout=30)
+        counts = {}
+        for topic in self._settings.topics:
+            described = metadata.topics.get(topic)
+            if described is None or described.error is not None:
+                raise KafkaSettingError(
+                    f"vertex '{self.context.vertex_name}': topic {topic!r} is not on "
+                    f"{self._settings.properties['bootstrap.servers']} "
+                    f"({described.error if described is not None else 'unknown topic'})"
+                )
+            counts[topic] = len(described.partitions)
+        return counts
+
+    def _find_partitions(self, initial: bool, counts: dict[str, int]) -> None:
+        """Takes the partitions of `counts` this processor owns that it does not read yet."""
+        from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, TopicPartition
+
+        total = self.context.total_parallelism
+        index = self.context.global_processor_index
+        added = []
+        for topic, count in counts.items():
+            for partition in range(self._known.get(topic, 0), count):
+                if owner_of(topic, partition, total) == index:
+                    added.append((topic, partition))
+            self._known[topic] = max(count, self._known.get(topic, 0))
+        if not added:
+            if initial and self._mapper is not None and not self._owned:
+                self._mapper.add_partitions(0)
+            return
+        assignments = []
+        for tp in added:
+            self._index_of[tp] = len(self._owned)
+            self._owned.append(tp)
+            # a partition added while the job runs is read from its start (Jet's rule)
+            start = OFFSET_STORED if initial else OFFSET_BEGINNING
+            if self._batch:
+                start = OFFSET_BEGINNING if not initial else start
+            assignments.append(TopicPartition(tp[0], tp[1], start))
+        if self._mapper is not None:
+            self._mapper.add_partitions(len(added))
+        if not initial:
+            log.info(
+                "vertex '%s' processor %d: reading new partitions %s from their start",
+                self.context.vertex_name,
+                self.context.global_processor_index,
+                added,
+            )
+        self._consumer.incremental_assign(assignments)
+
+    def complete(self) -> bool:
+        if self._pending and not self._flush():
+            return False
+        now = monotonic_ms()
+        if now - self._checked_at >= self._settings.partition_check_interval_ms:
+            self._checked_at = now
+            self._find_partitions(initial=False, counts=self._partition_counts())
+        if self._guarantee is ProcessingGuarantee.NONE:
+            self._commit_offsets(now)
+        messages = self._consumer.consume(_POLL_BATCH, 0)
+        if messages:
+            self._take(messages)
+        elif self._mapper is not None:
+            tick = self._mapper.on_tick()
+            if tick is not None:
+                self._pending.append((tick, None, 0))
+        self._flush()
+        return False
+
+    def _take(self, messages: list[Any]) -> None:
+        """Turns consumed messages into pending items (and watermarks)."""
+        settings = self._settings
+        pending = self._pending
+        mapper = self._mapper
+        limits = self._limits if self._batch else None
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                self._consumer_error(error)
+                continue
+            tp = (message.topic(), message.partition())
+            offset = message.offset()
+            if limits is not None and offset >= limits.get(tp, 0):
+                self._pause_at_limit(tp)
+                continue
+            item = self._project(message)
+            if item is _SKIPPED:
+                pending.append((_SKIPPED, tp, offset + 1))
+                continue
+            if mapper is not None:
+                policy = settings.event_time_policy
+                assert policy is not None
+                timestamp = (
+                    policy.timestamp_fn(item)
+                    if policy.timestamp_fn is not None
+                    else message.timestamp()[1]
+                )
+                watermark = mapper.on_event(self._index_of[tp], timestamp)
+                if watermark is not None:
+                    pending.append((watermark, None, 0))
+            pending.append((item, tp, offset + 1))
+
+    def _project(self, message: Any) -> Any:
+        settings = self._settings
+        try:
+            key, value = message.key(), message.value()
+            if settings.key_deserializer is not None and key is not None:
+                key = settings.key_deserializer(key)
+            if settings.value_deserializer is not None and value is not None:
+                value = settings.value_deserializer(value)
+            record = KafkaRecord(
+                message.topic(),
+                message.partition(),
+                message.offset(),
+                message.timestamp()[1],
+                key,
+                value,
+                tuple(message.headers() or ()),
+            )
+            return settings.projection_fn(record)
+        except Exception as error:
+            where = (
+                f"vertex '{self.context.vertex_name}': the record at topic {message.topic()!r} "
+                f"partition {message.partition()} offset {message.offset()} could not be read "
+                f"({type(error).__name__}: {error})"
+            )
+            if settings.on_error == "skip":
+                log.warning("%s; skipped (on_error='skip')", where)
+                return _SKIPPED
+            raise ValueError(f"{where}; on_error='skip' skips such records") from error
+
+    def _consumer_error(self, error: Any) -> None:
+        from confluent_kafka import KafkaError
+
+        if error.code() == KafkaError._PARTITION_EOF:
+            return
+        if error.fatal() or error.code() in (
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError._UNKNOWN_TOPIC,
+        ):
+            raise RuntimeError(
+                f"vertex '{self.context.vertex_name}': the Kafka consumer failed: {error.str()}"
+            )
+        # transient (a broker restarting, a leader moving): librdkafka retries by itself
+        log.warning("vertex '%s': Kafka: %s", self.context.vertex_name, error.str())
+
+    def _flush(self) -> bool:
+        """Emits pending items in order; False when the outbox refused one."""
+        pending = self._pending
+        offer = self.outbox.offer
+        next_offsets = self._next
+        while pending:
+            item, tp, after = pending[0]
+            if item is not _SKIPPED and not offer(item):
+                return False
+            pending.popleft()
+            if tp is not None:
+                next_offsets[tp] = after
+        return True
+
+    def _pause_at_limit(self, tp: tuple[str, int]) -> None:
+        from confluent_kafka import TopicPartition
+
+        self._consumer.pause([TopicPartition(*tp)])
+
+    def _commit_offsets(self, now: int) -> None:
+        if now - self._committed_at < _COMMIT_INTERVAL_MS or not self._next:
+            return
+        from confluent_kafka import TopicPartition
+
+        self._committed_at = now
+        offsets = [TopicPartition(t, p, o) for (t, p), o in self._next.items()]
+        self._consumer.commit(offsets=offsets, asynchronous=True)
+
+    # snapshots: (next offset, watermark) per owned partition, under broadcast keys
+
+    def save_to_snapshot(self) -> bool:
+        return self.emit_from_traverser_to_snapshot(self._snapshot_entries())
+
+    def _snapshot_entries(self) -> list[tuple[BroadcastKey, Any]]:
+        entries = []
+        limits = self._next_batch_limits() if self._batch else {}
+        for tp in self._owned:
+            watermark = (
+                self._mapper.watermark(self._index_of[tp])
+                if self._mapper is not None
+                else MIN_TIMESTAMP
+            )
+            offset = self._next.get(tp)
+            if offset is None:
+                offset = self._start_offset(tp)
+            entries.append((broadcast_key((_OFFSET_KEY, *tp)), (offset, watermark, limits.get(tp))))
+        return entries
+
+    def _start_offset(self, tp: tuple[str, int]) -> int:
+        """The consumer's position in a partition nothing was emitted from yet: where a
+        restore must start reading it (its start, or what `auto.offset.reset` chose)."""
+        from confluent_kafka import TopicPartition
+
+        if self._batch and tp in self._restored:
+            return self._restored[tp][0]
+        positions = self._consumer.position([TopicPartition(*tp)])
+        offset = positions[0].offset
+        if offset >= 0:
+            return offset
+        low, high = self._consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30)
+        reset = str(self._settings.properties.get("auto.offset.reset", "latest")).lower()
+        return low if reset in ("earliest", "smallest", "beginning") else high
+
+    def _next_batch_limits(self) -> dict[tuple[str, int], int]:
+        """The end offsets (last stable offsets under read_committed) the next batch reads to."""
+        from confluent_kafka import TopicPartition
+
+        limits = {}
+        for tp in self._owned:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30)
+            limits[tp] = high
+        return limits
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if not isinstance(key, BroadcastKey) or key.key[0] != _OFFSET_KEY:
+            raise ValueError(f"unexpected snapshot entry {key!r}: expected a Kafka offset")
+        _, topic, partition = key.key
+        offset, watermark, limit = value
+        self._restored[(topic, partition)] = (offset, watermark)
+        if limit is not None:
+            self._restored_limits[(topic, partition)] = limit
+
+    def finish_snapshot_restore(self) -> bool:
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        seeks = []
+        for tp in self._owned:
+            restored = self._restored.get(tp)
+            # a partition the snapshot lacks was added after it: from its start
+            offset = restored[0] if restored is not None else OFFSET_BEGINNING
+            seeks.append(TopicPartition(tp[0], tp[1], offset))
+            if restored is not None:
+                self._next[tp] = restored[0]
+                if self._mapper is not None:
+                    self._mapper.restore_watermark(self._index_of[tp], restored[1])
+        if seeks:
+            self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in self._owned])
+            self._consumer.incremental_assign(seeks)
+        if self._batch:
+            self._limits = {tp: self._restored_limits.get(tp, 0) for tp in self._owned}
+        return True
+
+    def close(self) -> None:
+        consumer = self._consumer
+        if consumer is None:
+            return
+        self._consumer = None
+        try:
+            if self._guarantee is ProcessingGuarantee.NONE:
+                self._committed_at = -_COMMIT_INTERVAL_MS
+                self._consumer = consumer
+                self._commit_offsets(monotonic_ms())
+                self._consumer = None
+        finally:
+            consumer.close()
+
+
+_SKIPPED = object()
+"""Stands for a record `on_error='skip'` dropped: it advances its partition's offset only."""
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    properties: Properties
+    topics: tuple[str, ...]
+    projection_fn: Callable[[KafkaRecord], Any]
+    event_time_policy: EventTimePolicy | None
+    key_deserializer: Deserializer | None
+    value_deserializer: Deserializer | None
+    on_error: str
+    partition_check_interval_ms: int
+    broker_wait_seconds: float

@@ -1,0 +1,134 @@
+"""Topics, records and jobs for the Kafka tests (no tests here): numbered records produced
+into a topic's partitions, a job reading them through `stream_kafka_p` into `write_kafka_p`,
+and a read_committed reader of what a sink topic holds."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import Counter
+from typing import Any
+
+from jetspark.core import DAG
+from jetspark.edges import between
+from jetspark.processors.kafka import KafkaRecord, WriteKafkaP, stream_kafka_p, write_kafka_p
+
+READ_PATIENCE_SECONDS = 300.0
+"""How long a reader waits for the records it expects before the test fails (a failure
+bound, not a speed claim: nothing is asserted on how fast they come)."""
+
+
+def topic_name(label: str) -> str:
+    """A topic name no other test of the run uses."""
+    return f"{label}-{secrets.token_hex(4)}"
+
+
+def properties(broker: Any, **extra: Any) -> dict[str, Any]:
+    """Client properties for `broker`, reading topics from their start."""
+    return {"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest", **extra}
+
+
+def produce_numbers(broker: Any, topic: str, numbers: range, partitions: int | None = None) -> None:
+    """Produces record n (key `k<n % 7>`, value `n`, timestamp n) for each n, into partition
+    n % partitions when `partitions` is given (else by the key's hash)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for n in numbers:
+        extra = {} if partitions is None else {"partition": n % partitions}
+        producer.produce(topic, str(n).encode(), f"k{n % 7}".encode(), timestamp=n, **extra)
+        if n % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def committed_values(broker: Any, topic: str) -> list[str]:
+    """Every committed record value of `topic` now, read to the end of each partition."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"reader-{secrets.token_hex(4)}",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=30).topics[topic]
+        partitions = [TopicPartition(topic, p, 0) for p in metadata.partitions]
+        consumer.assign(partitions)
+        open_partitions = {p.partition for p in partitions}
+        values = []
+        deadline = time.monotonic() + READ_PATIENCE_SECONDS
+        while open_partitions and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            if message.error() is not None:
+                if message.error().name() == "_PARTITION_EOF":
+                    open_partitions.discard(message.partition())
+                continue
+            values.append(message.value().decode())
+        assert not open_partitions, f"{topic}: partitions {open_partitions} never reached the end"
+        return values
+    finally:
+        consumer.close()
+
+
+def wait_for_values(broker: Any, topic: str, numbers: range) -> list[str]:
+    """The committed values of `topic` once every one of `numbers` is among them."""
+    deadline = time.monotonic() + READ_PATIENCE_SECONDS
+    wanted = {str(n) for n in numbers}
+    while True:
+        values = committed_values(broker, topic)
+        missing = wanted.difference(values)
+        if not missing:
+            return values
+        assert time.monotonic() < deadline, (
+            f"{topic} holds {len(values)} committed records and lacks {len(missing)} of "
+            f"{numbers}, such as {sorted(missing, key=int)[:5]}"
+        )
+        time.sleep(0.5)
+
+
+def duplicates(values: list[str]) -> dict[str, int]:
+    return {v: n for v, n in Counter(values).items() if n > 1}
+
+
+def number_value(record: KafkaRecord) -> int:
+    return int(record.value)
+
+
+def copy_dag(
+    broker: Any,
+    source_topic: str,
+    sink_topic: str,
+    *,
+    source_parallelism: int = 2,
+    exactly_once: bool = True,
+) -> DAG:
+    """source topic -> `n` -> sink topic: each number once, as its value."""
+    dag = DAG("kafka-copy")
+    source = dag.new_vertex(
+        "kafka-in", stream_kafka_p(properties(broker), source_topic, projection_fn=number_value)
+    ).local_parallelism(source_parallelism)
+    out = dag.new_vertex(
+        "kafka-out",
+        write_kafka_p(properties(broker), sink_topic, lambda n: f"k{n % 7}", str, exactly_once),
+    ).local_parallelism(2)
+    dag.edge(between(source, out))
+    return dag
+
+
+class CrashBeforeTransactionCommit(WriteKafkaP):
+    """A Kafka sink whose process "dies" after a snapshot committed, before its transaction
+    does: the fault the exactly-once design must survive."""
+
+    def snapshot_committed(self) -> None:
+        prepared = self._prepared
+        if prepared is not None and prepared.records:
+            self._producers = []  # its open transaction stays open, as a killed process's
+            raise RuntimeError("injected crash between the snapshot's and the transaction's commit")
+        super().snapshot_committed()
