@@ -98,6 +98,19 @@ class KafkaBroker:
     jars: Path = field(default_factory=jar_directory)
     process: subprocess.Popen[bytes] | None = None
 
+    def __post_init__(self) -> None:
+        """A directory that held a broker before brings its ports back with its data."""
+        configuration = self.directory / "server.properties"
+        if configuration.exists():
+            for line in configuration.read_text().splitlines():
+                if line.startswith("listeners="):
+                    for listener in line.split("=", 1)[1].split(","):
+                        name, port = listener.split("://")[0], int(listener.rsplit(":", 1)[1])
+                        if name == "PLAINTEXT":
+                            self.port = port
+                        else:
+                            self.controller_port = port
+
     @property
     def bootstrap_servers(self) -> str:
         """The `bootstrap.servers` clients use."""

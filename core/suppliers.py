@@ -178,3 +178,17 @@ def declares_unbounded(meta_supplier: Any) -> bool:
     supplier = getattr(meta_supplier, "supplier", None)
     holders = (meta_supplier, supplier, getattr(supplier, "processor_fn", None))
     return any(getattr(holder, "unbounded", False) is True for holder in holders)
+
+
+def reads_fixed_ranges(supplier: Any) -> Any:
+    """Marks a replayable source whose snapshot fixes what it reads next: in a micro-batch it
+    reads exactly the range its restored state names (Kafka offsets up to the end offsets the
+    previous batch saved), so it gets no item budget and a task run again reads the same
+    items. Returns `supplier`."""
+    supplier.reads_fixed_ranges = True
+    return supplier
+
+
+def declares_fixed_ranges(meta_supplier: Any) -> bool:
+    """True when a vertex's meta-supplier was marked with `reads_fixed_ranges`."""
+    return getattr(meta_supplier, "reads_fixed_ranges", False) is True

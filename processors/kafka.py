@@ -49,7 +49,12 @@ from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import ProcessorMetaSupplierContext
-from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier, unbounded
+from jetspark.core.suppliers import (
+    ProcessorMetaSupplier,
+    ProcessorSupplier,
+    reads_fixed_ranges,
+    unbounded,
+)
 from jetspark.processors.event_time import EventTimePolicy
 from jetspark.processors.kafka_client import (
     KafkaSettingError,
@@ -153,7 +158,7 @@ def stream_kafka_p(
     def check(vertex: str) -> None:
         wait_for_metadata(properties, settings.topics, vertex, broker_wait_seconds)
 
-    return unbounded(_KafkaMetaSupplier(lambda: StreamKafkaP(settings), check))
+    return reads_fixed_ranges(unbounded(_KafkaMetaSupplier(lambda: StreamKafkaP(settings), check)))
 
 
 def write_kafka_p(

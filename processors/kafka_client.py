@@ -35,13 +35,56 @@ def check_properties(properties: Any, what: str) -> Properties:
     return dict(properties)
 
 
-def client_settings(properties: Properties) -> Properties:
-    """librdkafka's settings: the user's, without the ones jetspark reads itself."""
-    return {k: v for k, v in properties.items() if k not in _JETSPARK_SETTINGS}
+_CONSUMER_ONLY = (
+    "group.",
+    "auto.offset.reset",
+    "auto.commit.",
+    "enable.auto.",
+    "enable.partition.eof",
+    "isolation.level",
+    "fetch.",
+    "max.poll.interval.ms",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "partition.assignment.strategy",
+    "queued.",
+    "check.crcs",
+    "allow.auto.create.topics",
+    "consume.callback.max.messages",
+)
+_PRODUCER_ONLY = (
+    "transactional.id",
+    "transaction.timeout.ms",
+    "enable.idempotence",
+    "enable.gapless.guarantee",
+    "acks",
+    "request.required.acks",
+    "linger.ms",
+    "queue.buffering.",
+    "batch.",
+    "compression.",
+    "message.timeout.ms",
+    "delivery.timeout.ms",
+    "retries",
+    "message.send.max.retries",
+    "partitioner",
+    "sticky.partitioning.linger.ms",
+)
+"""Prefixes of librdkafka settings of one role only (its CONFIGURATION.md marks them C or P):
+the client of the other role would warn about each, so each client gets its own."""
 
 
-_JETSPARK_SETTINGS = frozenset()
-"""Keys of the properties that are jetspark's, not librdkafka's (none today)."""
+def client_settings(properties: Properties, role: str) -> Properties:
+    """librdkafka's settings for a client of `role` ("consumer", "producer" or "admin"): the
+    user's, without those of another role, with warnings going to the `jetspark.kafka` log."""
+    dropped = {
+        "consumer": _PRODUCER_ONLY,
+        "producer": _CONSUMER_ONLY,
+        "admin": _CONSUMER_ONLY + _PRODUCER_ONLY,
+    }[role]
+    settings = {k: v for k, v in properties.items() if not k.startswith(dropped)}
+    settings["logger"] = log
+    return settings
 
 
 def wait_for_metadata(
@@ -106,9 +149,7 @@ def admin_client(properties: Properties) -> Any:
     settings go to the `jetspark.kafka` logger)."""
     from confluent_kafka.admin import AdminClient
 
-    settings = client_settings(properties)
-    settings["logger"] = log
-    return AdminClient(settings)
+    return AdminClient(client_settings(properties, "admin"))
 
 
 def ensure_marker_topic(properties: Properties, topic: str, vertex: str) -> None:

@@ -97,21 +97,20 @@ class WriteKafkaP(AbstractProcessor):
             if not self._defer:
                 self._producers = [self._transactional_producer(i) for i in self._ids]
         else:
-            producer_settings = client_settings(settings.properties)
+            producer_settings = client_settings(settings.properties, "producer")
             producer_settings.setdefault("enable.idempotence", True)
             self._producers = [self._producer(producer_settings)]
 
     def _producer(self, producer_settings: Properties) -> Any:
         from confluent_kafka import Producer
 
-        producer_settings.setdefault("logger", log)
         producer_settings.setdefault("linger.ms", 5)
         return Producer(producer_settings)
 
     def _transactional_producer(self, transactional_id: str) -> Any:
         """A producer of `transactional_id`, its earlier incarnations fenced off (an open
         transaction of theirs is aborted, a committing one completed)."""
-        producer_settings = client_settings(self._settings.properties)
+        producer_settings = client_settings(self._settings.properties, "producer")
         producer_settings["transactional.id"] = transactional_id
         producer = self._producer(producer_settings)
         self._call(producer.init_transactions, 60, what=f"init_transactions({transactional_id})")
@@ -313,14 +312,13 @@ class WriteKafkaP(AbstractProcessor):
         if self._markers is None:
             from confluent_kafka import Consumer
 
-            client = client_settings(self._settings.properties)
+            client = client_settings(self._settings.properties, "consumer")
             client.update(
                 {
                     "group.id": f"jetspark-markers-{secrets.token_hex(4)}",
                     "isolation.level": "read_committed",
                     "enable.auto.commit": False,
                     "enable.partition.eof": True,
-                    "logger": log,
                 }
             )
             self._markers = Consumer(client)

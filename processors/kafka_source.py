@@ -3,6 +3,7 @@ partitions, offsets, watermarks and micro-batches work)."""
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from jetspark.processors.watermark_policies import MIN_TIMESTAMP, monotonic_ms
 _OFFSET_KEY = "kafka_offset"
 _POLL_BATCH = 1024
 """Records a source takes from its consumer per call."""
+_BATCH_PATIENCE_SECONDS = 300.0
+"""How long a micro-batch's source waits for the records below its limits before failing."""
 _COMMIT_INTERVAL_MS = 5_000
 """Without a guarantee, how often a source commits its offsets to Kafka."""
 
@@ -74,6 +77,8 @@ class StreamKafkaP(AbstractProcessor):
         self._restored: dict[tuple[str, int], tuple[int, int]] = {}
         self._restored_limits: dict[tuple[str, int], int] = {}
         self._checked_at = 0
+        self._started = False
+        """True once the partitions of the job's start were assigned (restored or not)."""
         self._committed_at = 0
         self._batch = False
         self._guarantee = ProcessingGuarantee.NONE
@@ -85,17 +90,16 @@ class StreamKafkaP(AbstractProcessor):
         settings = self._settings
         self._guarantee = context.processing_guarantee
         self._batch = getattr(context.stores, "driver_publishes", False)
-        client = client_settings(settings.properties)
+        client = client_settings(settings.properties, "consumer")
         client.setdefault("group.id", f"jetspark-{context.vertex_name}")
         client["enable.auto.commit"] = False
         client["enable.auto.offset.store"] = False
         client.setdefault("enable.partition.eof", False)
-        client.setdefault("logger", log)
         self._consumer = Consumer(client)
         if settings.event_time_policy is not None:
             self._mapper = EventTimeMapper(settings.event_time_policy)
         self._checked_at = self._committed_at = monotonic_ms()
-        self._find_partitions(initial=True, counts=self._partition_counts())
+        self._find_partitions(self._partition_counts())
 
     def _partition_counts(self) -> dict[str, int]:
         metadata = self._consumer.list_topics(timeout=30)
@@ -111,10 +115,11 @@ class StreamKafkaP(AbstractProcessor):
             counts[topic] = len(described.partitions)
         return counts
 
-    def _find_partitions(self, initial: bool, counts: dict[str, int]) -> None:
-        """Takes the partitions of `counts` this processor owns that it does not read yet."""
-        from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, TopicPartition
+    def _find_partitions(self, counts: dict[str, int]) -> None:
+        """Takes the partitions of `counts` this processor owns that it does not read yet.
 
+        Those of the job's start wait for `_start_reading` (a restore, or the first
+        `complete()`, decides where they start); one found later is read from its start."""
         total = self.context.total_parallelism
         index = self.context.global_processor_index
         added = []
@@ -124,47 +129,120 @@ class StreamKafkaP(AbstractProcessor):
                     added.append((topic, partition))
             self._known[topic] = max(count, self._known.get(topic, 0))
         if not added:
-            if initial and self._mapper is not None and not self._owned:
-                self._mapper.add_partitions(0)
             return
-        assignments = []
         for tp in added:
             self._index_of[tp] = len(self._owned)
             self._owned.append(tp)
-            # a partition added while the job runs is read from its start (Jet's rule)
-            start = OFFSET_STORED if initial else OFFSET_BEGINNING
-            if self._batch:
-                start = OFFSET_BEGINNING if not initial else start
-            assignments.append(TopicPartition(tp[0], tp[1], start))
         if self._mapper is not None:
             self._mapper.add_partitions(len(added))
-        if not initial:
+        if self._started:
             log.info(
                 "vertex '%s' processor %d: reading new partitions %s from their start",
                 self.context.vertex_name,
                 self.context.global_processor_index,
                 added,
             )
-        self._consumer.incremental_assign(assignments)
+            self._assign(dict(zip(added, self._start_offsets(added, False), strict=True)))
+
+    def _assign(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Reads each partition of `offsets` from its offset on."""
+        from confluent_kafka import TopicPartition
+
+        self._next.update(offsets)
+        self._consumer.incremental_assign([TopicPartition(*tp, o) for tp, o in offsets.items()])
+
+    def _start_reading(self) -> None:
+        """A job's start without a snapshot: where the group's offsets or the reset policy say."""
+        self._started = True
+        owned = self._owned
+        self._assign(dict(zip(owned, self._start_offsets(owned, True), strict=True)))
+
+    def _start_offsets(self, partitions: list[tuple[str, int]], initial: bool) -> list[int]:
+        """Where reading each partition starts: a partition found while the job runs at its
+        start (Jet's rule); one there at the start at the offset the `group.id` committed,
+        else where `auto.offset.reset` says (librdkafka's default: the end)."""
+        from confluent_kafka import TopicPartition
+
+        consumer = self._consumer
+        committed = [-1] * len(partitions)
+        if initial:
+            asked = [TopicPartition(*tp) for tp in partitions]
+            committed = [tp.offset for tp in consumer.committed(asked, timeout=30)]
+        reset = str(self._settings.properties.get("auto.offset.reset", "latest")).lower()
+        from_start = not initial or reset in ("earliest", "smallest", "beginning")
+        offsets = []
+        for tp, stored in zip(partitions, committed, strict=True):
+            if stored >= 0:
+                offsets.append(stored)
+                continue
+            low, high = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30)
+            offsets.append(low if from_start else high)
+        return offsets
 
     def complete(self) -> bool:
+        if not self._started:
+            self._start_reading()
         if self._pending and not self._flush():
             return False
         now = monotonic_ms()
         if now - self._checked_at >= self._settings.partition_check_interval_ms:
             self._checked_at = now
-            self._find_partitions(initial=False, counts=self._partition_counts())
+            self._find_partitions(self._partition_counts())
         if self._guarantee is ProcessingGuarantee.NONE:
             self._commit_offsets(now)
+        if self._batch:
+            return self._complete_batch()
         messages = self._consumer.consume(_POLL_BATCH, 0)
         if messages:
             self._take(messages)
-        elif self._mapper is not None:
+        else:
+            self._tick()
+        self._flush()
+        return False
+
+    def _tick(self) -> None:
+        """Nothing new: the event-time mapper may advance or mark partitions idle."""
+        if self._mapper is not None:
             tick = self._mapper.on_tick()
             if tick is not None:
                 self._pending.append((tick, None, 0))
-        self._flush()
-        return False
+
+    def _complete_batch(self) -> bool:
+        """In a micro-batch: emits the records below the batch's limits, waiting for them
+        rather than returning with nothing emitted (which ends the batch's input) until every
+        partition is read to its limit."""
+        consumer = self._consumer
+        waited_since = time.monotonic()
+        while True:
+            messages = consumer.consume(_POLL_BATCH, 0.05)
+            if messages:
+                self._take(messages)
+            if self._pending:
+                self._flush()
+                return False
+            if self._read_to_limits():
+                self._tick()
+                self._flush()
+                return False
+            if time.monotonic() - waited_since > _BATCH_PATIENCE_SECONDS:
+                raise RuntimeError(
+                    f"vertex '{self.context.vertex_name}': the records below this batch's "
+                    f"end offsets did not come within {_BATCH_PATIENCE_SECONDS:.0f} s "
+                    f"(partitions and end offsets: {self._limits})"
+                )
+
+    def _read_to_limits(self) -> bool:
+        """True when every owned partition was read up to its limit for this batch."""
+        from confluent_kafka import TopicPartition
+
+        limits, next_offsets = self._limits, self._next
+        short = [tp for tp in self._owned if next_offsets[tp] < limits.get(tp, 0)]
+        if not short:
+            return True
+        # past the limit there may be only a transaction's control record, which the
+        # consumer's position steps over but no record shows
+        positions = self._consumer.position([TopicPartition(*tp) for tp in short])
+        return all(p.offset >= limits[(p.topic, p.partition)] for p in positions)
 
     def _take(self, messages: list[Any]) -> None:
         """Turns consumed messages into pending items (and watermarks)."""
@@ -264,17 +342,21 @@ class StreamKafkaP(AbstractProcessor):
         self._consumer.pause([TopicPartition(*tp)])
 
     def _commit_offsets(self, now: int) -> None:
-        if now - self._committed_at < _COMMIT_INTERVAL_MS or not self._next:
-            return
+        """Without a guarantee: commits what was emitted to the `group.id`, now and then."""
+        if now - self._committed_at >= _COMMIT_INTERVAL_MS and self._next:
+            self._committed_at = now
+            self._consumer.commit(offsets=self._emitted_offsets(), asynchronous=True)
+
+    def _emitted_offsets(self) -> list[Any]:
         from confluent_kafka import TopicPartition
 
-        self._committed_at = now
-        offsets = [TopicPartition(t, p, o) for (t, p), o in self._next.items()]
-        self._consumer.commit(offsets=offsets, asynchronous=True)
+        return [TopicPartition(t, p, offset) for (t, p), offset in self._next.items()]
 
     # snapshots: (next offset, watermark) per owned partition, under broadcast keys
 
     def save_to_snapshot(self) -> bool:
+        if not self._started:
+            self._start_reading()
         return self.emit_from_traverser_to_snapshot(self._snapshot_entries())
 
     def _snapshot_entries(self) -> list[tuple[BroadcastKey, Any]]:
@@ -286,26 +368,9 @@ class StreamKafkaP(AbstractProcessor):
                 if self._mapper is not None
                 else MIN_TIMESTAMP
             )
-            offset = self._next.get(tp)
-            if offset is None:
-                offset = self._start_offset(tp)
-            entries.append((broadcast_key((_OFFSET_KEY, *tp)), (offset, watermark, limits.get(tp))))
+            entry = (self._next[tp], watermark, limits.get(tp))
+            entries.append((broadcast_key((_OFFSET_KEY, *tp)), entry))
         return entries
-
-    def _start_offset(self, tp: tuple[str, int]) -> int:
-        """The consumer's position in a partition nothing was emitted from yet: where a
-        restore must start reading it (its start, or what `auto.offset.reset` chose)."""
-        from confluent_kafka import TopicPartition
-
-        if self._batch and tp in self._restored:
-            return self._restored[tp][0]
-        positions = self._consumer.position([TopicPartition(*tp)])
-        offset = positions[0].offset
-        if offset >= 0:
-            return offset
-        low, high = self._consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30)
-        reset = str(self._settings.properties.get("auto.offset.reset", "latest")).lower()
-        return low if reset in ("earliest", "smallest", "beginning") else high
 
     def _next_batch_limits(self) -> dict[tuple[str, int], int]:
         """The end offsets (last stable offsets under read_committed) the next batch reads to."""
@@ -327,36 +392,29 @@ class StreamKafkaP(AbstractProcessor):
             self._restored_limits[(topic, partition)] = limit
 
     def finish_snapshot_restore(self) -> bool:
-        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-        seeks = []
-        for tp in self._owned:
-            restored = self._restored.get(tp)
-            # a partition the snapshot lacks was added after it: from its start
-            offset = restored[0] if restored is not None else OFFSET_BEGINNING
-            seeks.append(TopicPartition(tp[0], tp[1], offset))
-            if restored is not None:
-                self._next[tp] = restored[0]
+        self._started = True
+        owned = self._owned
+        # a partition the snapshot lacks was added after it: read from its start
+        added = [tp for tp in owned if tp not in self._restored]
+        offsets = dict(zip(added, self._start_offsets(added, False), strict=True))
+        for tp, (offset, watermark) in self._restored.items():
+            if tp in self._index_of:
+                offsets[tp] = offset
                 if self._mapper is not None:
-                    self._mapper.restore_watermark(self._index_of[tp], restored[1])
-        if seeks:
-            self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in self._owned])
-            self._consumer.incremental_assign(seeks)
+                    self._mapper.restore_watermark(self._index_of[tp], watermark)
+        self._assign(offsets)
         if self._batch:
-            self._limits = {tp: self._restored_limits.get(tp, 0) for tp in self._owned}
+            self._limits = {tp: self._restored_limits.get(tp, 0) for tp in owned}
+        self._restored, self._restored_limits = {}, {}
         return True
 
     def close(self) -> None:
-        consumer = self._consumer
+        consumer, self._consumer = self._consumer, None
         if consumer is None:
             return
-        self._consumer = None
         try:
-            if self._guarantee is ProcessingGuarantee.NONE:
-                self._committed_at = -_COMMIT_INTERVAL_MS
-                self._consumer = consumer
-                self._commit_offsets(monotonic_ms())
-                self._consumer = None
+            if self._guarantee is ProcessingGuarantee.NONE and self._next:
+                consumer.commit(offsets=self._emitted_offsets(), asynchronous=False)
         finally:
             consumer.close()
 

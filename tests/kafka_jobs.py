@@ -7,11 +7,25 @@ from __future__ import annotations
 import secrets
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from jetspark.core import DAG
 from jetspark.edges import between
-from jetspark.processors.kafka import KafkaRecord, WriteKafkaP, stream_kafka_p, write_kafka_p
+from jetspark.processors import aggregate_to_sliding_window_p, map_p
+from jetspark.processors.aggregate import counting
+from jetspark.processors.kafka import (
+    EventTimePolicy,
+    KafkaRecord,
+    WriteKafkaP,
+    stream_kafka_p,
+    write_kafka_p,
+)
+from jetspark.processors.watermark_policies import emit_by_frame
+from jetspark.processors.windowing import TimestampKind, limiting_lag, sliding_window_policy
+
+EPOCH = 1_000_000
+"""Record n's Kafka timestamp is EPOCH + n (0 would mean "now" to the client)."""
 
 READ_PATIENCE_SECONDS = 300.0
 """How long a reader waits for the records it expects before the test fails (a failure
@@ -29,14 +43,14 @@ def properties(broker: Any, **extra: Any) -> dict[str, Any]:
 
 
 def produce_numbers(broker: Any, topic: str, numbers: range, partitions: int | None = None) -> None:
-    """Produces record n (key `k<n % 7>`, value `n`, timestamp n) for each n, into partition
-    n % partitions when `partitions` is given (else by the key's hash)."""
+    """Produces record n (key `k<n % 7>`, value `n`, timestamp EPOCH + n) for each n, into
+    partition n % partitions when `partitions` is given (else by the key's hash)."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
     for n in numbers:
         extra = {} if partitions is None else {"partition": n % partitions}
-        producer.produce(topic, str(n).encode(), f"k{n % 7}".encode(), timestamp=n, **extra)
+        producer.produce(topic, str(n).encode(), f"k{n % 7}".encode(), timestamp=EPOCH + n, **extra)
         if n % 1000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
@@ -77,11 +91,20 @@ def committed_values(broker: Any, topic: str) -> list[str]:
         consumer.close()
 
 
-def wait_for_values(broker: Any, topic: str, numbers: range) -> list[str]:
-    """The committed values of `topic` once every one of `numbers` is among them."""
+def _check_running(job: Any) -> None:
+    """Raises the job's own error at once if it ended while results are awaited."""
+    if job is not None and job.status.is_terminal:
+        job.join(0)
+        raise AssertionError(f"the job ended ({job.status}) before its results were there")
+
+
+def wait_for_values(broker: Any, topic: str, numbers: range, job: Any = None) -> list[str]:
+    """The committed values of `topic` once every one of `numbers` is among them (failing at
+    once with `job`'s error if it ends first)."""
     deadline = time.monotonic() + READ_PATIENCE_SECONDS
     wanted = {str(n) for n in numbers}
     while True:
+        _check_running(job)
         values = committed_values(broker, topic)
         missing = wanted.difference(values)
         if not missing:
@@ -132,3 +155,87 @@ class CrashBeforeTransactionCommit(WriteKafkaP):
             self._producers = []  # its open transaction stays open, as a killed process's
             raise RuntimeError("injected crash between the snapshot's and the transaction's commit")
         super().snapshot_committed()
+
+
+WINDOW = 100
+"""The tumbling windows' size in the windowed job (event time: a record's number)."""
+
+
+_WINDOWS = sliding_window_policy(WINDOW, WINDOW)
+
+
+def windowed_dag(
+    broker: Any,
+    source_topic: str,
+    sink_topic: str,
+    fault: Callable[[Any], Any] = lambda n: n,
+    *,
+    source_parallelism: int = 2,
+    idle_timeout_ms: int = 60_000,
+) -> DAG:
+    """source topic (event time: the records' Kafka timestamps, watermarks per partition)
+    -> fault -> count per key (n % 7) in tumbling windows of WINDOW -> "end:key:count"."""
+    dag = DAG("kafka-windows")
+    policy = EventTimePolicy(
+        None, limiting_lag(0), emit_by_frame(_WINDOWS), idle_timeout_ms=idle_timeout_ms
+    )
+    source = dag.new_vertex(
+        "kafka-in",
+        stream_kafka_p(
+            properties(broker), source_topic, projection_fn=number_value, event_time_policy=policy
+        ),
+    ).local_parallelism(source_parallelism)
+    faulty = dag.new_vertex("fault", map_p(fault))
+    window = dag.new_vertex(
+        "window",
+        aggregate_to_sliding_window_p(_key, _number, TimestampKind.EVENT, _WINDOWS, counting()),
+    )
+    out = dag.new_vertex(
+        "kafka-out",
+        write_kafka_p(properties(broker), sink_topic, _result_key, _result_value),
+    )
+    dag.edge(between(source, faulty))
+    dag.edge(between(faulty, window).distributed().partitioned(_key))
+    dag.edge(between(window, out))
+    return dag
+
+
+def _key(n: int) -> int:
+    return n % 7
+
+
+def _number(n: int) -> int:
+    return EPOCH + n
+
+
+def _result_key(result: Any) -> str:
+    return str(result.key)
+
+
+def _result_value(result: Any) -> str:
+    return f"{result.end}:{result.key}:{result.value}"
+
+
+def produce_window_closers(broker: Any, topic: str, partitions: int, at: int) -> None:
+    """A record of timestamp `at` in each partition: every window ending by `at` closes."""
+    produce_numbers(broker, topic, range(at, at + partitions), partitions)
+
+
+def expected_window_results(numbers: range) -> list[str]:
+    """What windowed_dag writes for the records `numbers` once their windows closed."""
+    counts = Counter((EPOCH + n // WINDOW * WINDOW + WINDOW, n % 7) for n in numbers)
+    return sorted(f"{end}:{key}:{count}" for (end, key), count in counts.items())
+
+
+def wait_for_results(broker: Any, topic: str, expected: list[str], job: Any = None) -> list[str]:
+    """The committed values of `topic` once it holds as many as `expected`."""
+    deadline = time.monotonic() + READ_PATIENCE_SECONDS
+    while True:
+        _check_running(job)
+        values = committed_values(broker, topic)
+        if len(values) >= len(expected):
+            return sorted(values)
+        assert time.monotonic() < deadline, (
+            f"{topic} holds {len(values)} committed results, {len(expected)} expected"
+        )
+        time.sleep(0.5)

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import pytest
 from kafka_jobs import (
+    EPOCH,
     CrashBeforeTransactionCommit,
     committed_values,
     copy_dag,
     duplicates,
+    expected_window_results,
     produce_numbers,
+    produce_window_closers,
     topic_name,
+    wait_for_results,
     wait_for_values,
+    windowed_dag,
 )
 
 from jetspark.core import JobConfig, JobFailedError, LocalEngine, ProcessingGuarantee
@@ -32,9 +37,9 @@ def test_a_topic_copied_exactly_once_gives_every_record_once(kafka_broker):
     produce_numbers(kafka_broker, source, range(3000), partitions=3)
     job = LocalEngine(members=2).new_job(copy_dag(kafka_broker, source, sink), EXACTLY_ONCE)
     try:
-        wait_for_values(kafka_broker, sink, range(3000))
+        wait_for_values(kafka_broker, sink, range(3000), job)
         produce_numbers(kafka_broker, source, range(3000, 4000), partitions=3)
-        values = wait_for_values(kafka_broker, sink, range(3000, 4000))
+        values = wait_for_values(kafka_broker, sink, range(3000, 4000), job)
     finally:
         job.cancel()
     assert duplicates(values) == {}
@@ -63,10 +68,34 @@ def test_a_crash_between_the_snapshot_commit_and_the_transaction_commit_loses_an
     caplog.set_level("INFO", logger="jetspark.kafka")
     restored = engine.new_job(dag, EXACTLY_ONCE, snapshot_store=store, restore_from=committed)
     try:
-        values = wait_for_values(kafka_broker, sink, range(2000, 2500))
+        values = wait_for_values(kafka_broker, sink, range(2000, 2500), restored)
     finally:
         restored.cancel()
     assert duplicates(values) == {}
     assert sorted(map(int, values)) == list(range(2500))
     assert committed_values(kafka_broker, sink) == values
     assert "wrote again" in caplog.text  # the crashed epoch was decided lost and produced again
+
+
+def test_windows_over_partitions_far_apart_in_event_time_lose_no_event(kafka_broker):
+    # partition 0 holds 0..1999, partition 1 holds 2000..3999: the source reads both at once,
+    # and only per-partition watermarks keep partition 0's events from being late
+    source, sink = topic_name("in"), topic_name("out")
+    kafka_broker.create_topic(source, 2)
+    kafka_broker.create_topic(sink, 1)
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for n in range(4000):
+        producer.produce(source, str(n).encode(), partition=n // 2000, timestamp=EPOCH + n)
+    producer.flush(60)
+    produce_window_closers(kafka_broker, source, 2, 10_000)
+    expected = expected_window_results(range(4000))
+    job = LocalEngine().new_job(  # one source processor reads both partitions
+        windowed_dag(kafka_broker, source, sink, source_parallelism=1), EXACTLY_ONCE
+    )
+    try:
+        results = wait_for_results(kafka_broker, sink, expected, job)
+    finally:
+        job.cancel()
+    assert results == expected

@@ -69,6 +69,7 @@ from jetspark.core.spark.stages.run import apply_results
 from jetspark.core.spark.stages.translate import translate
 from jetspark.core.spark.task_restore import held_in, restore_spec
 from jetspark.core.stores import Stores
+from jetspark.core.suppliers import declares_fixed_ranges
 
 _log = logging.getLogger("jetspark.spark")
 
@@ -126,6 +127,9 @@ class MicroBatchRunner:
         self._restore_from = restore_from
         self._budget = ItemBudget(engine.batch_items)
         self._read_to_the_end = prioritized_sources(dag)
+        self._fixed_ranges = frozenset(
+            v.name for v in dag.vertices() if declares_fixed_ranges(v.meta_supplier)
+        )
         self.metrics = JobMetrics(execution_mode=MICRO_BATCH)
         """The counters summed over every batch so far, with the newest reports."""
         self._batch_reports: deque[BatchReport] = deque(maxlen=RECENT_BATCHES)
@@ -276,7 +280,7 @@ class MicroBatchRunner:
                     else None
                 ),
                 sources_read_to_the_end=self._read_to_the_end,
-                unbudgeted_sources=frozenset(rdd_sources or ()),
+                unbudgeted_sources=frozenset(rdd_sources or ()) | self._fixed_ranges,
                 run=secrets.token_hex(8),
                 carried_watermarks=self._watermarks,
             )
