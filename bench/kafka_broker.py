@@ -178,7 +178,10 @@ class KafkaBroker:
         configuration = self._configuration()
         if not (self.directory / "data" / "meta.properties").exists():
             format_storage = self._java(
-                "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(configuration)
+                "kafka.tools.StorageTool",
+                "format",
+                f"--cluster-id={_cluster_id()}",  # an id may start with "-"
+                f"--config={configuration}",
             )
             done = subprocess.run(format_storage, capture_output=True, text=True)
             if done.returncode != 0:

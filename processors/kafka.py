@@ -79,6 +79,7 @@ __all__ = [
     "EventTimePolicy",
     "KafkaRecord",
     "KafkaSettingError",
+    "Properties",
     "StreamKafkaP",
     "WriteKafkaP",
     "default_serializer",

@@ -239,3 +239,26 @@ def wait_for_results(broker: Any, topic: str, expected: list[str], job: Any = No
             f"{topic} holds {len(values)} committed results, {len(expected)} expected"
         )
         time.sleep(0.5)
+
+
+def windowed_pipeline(broker: Any, source_topic: str, sink_topic: str) -> Any:
+    """windowed_dag's job in the Pipeline API: the same result records."""
+    from jetspark.core.pipeline import KafkaSinks, KafkaSources, Pipeline, WindowDefinition
+
+    p = Pipeline.create()
+    numbers = p.draw_from(
+        KafkaSources.kafka(properties(broker), source_topic, projection_fn=number_value)
+    )
+    windows = numbers.add_timestamps(_number, 0).grouping_key(_key)
+    windows.window(WindowDefinition.tumbling(WINDOW)).aggregate(counting()).drain_to(
+        KafkaSinks.kafka(properties(broker), sink_topic, _entry_key, _entry_value)
+    )
+    return p
+
+
+def _entry_key(entry: Any) -> str:
+    return str(entry.key)
+
+
+def _entry_value(entry: Any) -> str:
+    return f"{entry.timestamp}:{entry.key}:{entry.value}"

@@ -17,6 +17,7 @@ from kafka_jobs import (
     wait_for_results,
     wait_for_values,
     windowed_dag,
+    windowed_pipeline,
 )
 
 from jetspark.core import JobConfig, JobFailedError, LocalEngine, ProcessingGuarantee
@@ -99,3 +100,30 @@ def test_windows_over_partitions_far_apart_in_event_time_lose_no_event(kafka_bro
     finally:
         job.cancel()
     assert results == expected
+
+
+def test_the_pipeline_form_puts_timestamps_into_the_source_and_gives_the_core_jobs_records(
+    kafka_broker,
+):
+    source, core_sink, pipeline_sink = topic_name("in"), topic_name("core"), topic_name("pipe")
+    kafka_broker.create_topic(source, 3)
+    kafka_broker.create_topic(core_sink, 1)
+    kafka_broker.create_topic(pipeline_sink, 1)
+    produce_numbers(kafka_broker, source, range(2000), partitions=3)
+    produce_window_closers(kafka_broker, source, 3, 5000)
+    pipeline = windowed_pipeline(kafka_broker, source, pipeline_sink)
+    names = [v.name for v in pipeline.to_dag().vertices()]
+    assert not any("timestamps" in name or "watermarks" in name for name in names), names
+    expected = expected_window_results(range(2000))
+    engine = LocalEngine(members=2)
+    results = {}
+    for dag, sink in (
+        (windowed_dag(kafka_broker, source, core_sink), core_sink),
+        (pipeline, pipeline_sink),
+    ):
+        job = engine.new_job(dag, EXACTLY_ONCE)
+        try:
+            results[sink] = wait_for_results(kafka_broker, sink, expected, job)
+        finally:
+            job.cancel()
+    assert results[pipeline_sink] == results[core_sink] == expected

@@ -20,6 +20,7 @@ from jetspark.core.pipeline.connectors import (
 )
 from jetspark.core.pipeline.items import ItemsByTag, Tag, TimestampedEntry, TimestampedItem
 from jetspark.core.pipeline.joins import JoinClause
+from jetspark.core.pipeline.kafka import KafkaSinks, KafkaSources
 from jetspark.core.pipeline.pipeline import Pipeline
 from jetspark.core.pipeline.stages import (
     AggregateBuilder,
@@ -47,6 +48,8 @@ __all__ = [
     "HashJoinBuilder",
     "ItemsByTag",
     "JoinClause",
+    "KafkaSinks",
+    "KafkaSources",
     "Pipeline",
     "Sink",
     "SinkBuilder",

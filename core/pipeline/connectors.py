@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from jetspark.core.context import Context
+from jetspark.processors.event_time import EventTimePolicy
 from jetspark.processors.journal import read_journal_p, stream_journal_p
 from jetspark.processors.sinks import (
     write_buffered_p,
@@ -37,6 +38,9 @@ class Source:
     local_parallelism: int = -1
     timestamped: bool = False
     allowed_lag: int = 0
+    with_event_time: Callable[[EventTimePolicy], Any] | None = None
+    """For a source that keeps event time itself (per partition, as Kafka's): its supplier
+    with an EventTimePolicy; `add_timestamps` right after the source goes into it."""
 
 
 @dataclass(frozen=True)

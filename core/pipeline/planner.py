@@ -103,6 +103,10 @@ class Planner:
         self._outputs[transform] = vertex
         return vertex
 
+    def alias(self, transform: Transform, same_as: Transform) -> None:
+        """`transform`'s output is that of `same_as`'s vertex (it adds no vertex)."""
+        self._outputs[transform] = self._outputs[same_as]
+
     def edge_from(self, upstream: Transform) -> Edge:
         """An edge from the vertex of `upstream` at its next free ordinal (destination unset)."""
         vertex = self._outputs[upstream]

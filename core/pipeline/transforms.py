@@ -28,6 +28,7 @@ from jetspark.processors.aggregation import (
     aggregate_by_key_p,
     combine_by_key_p,
 )
+from jetspark.processors.event_time import EventTimePolicy
 from jetspark.processors.events import JetEvent, event_timestamp
 from jetspark.processors.functions import PerOrdinal, entry_key
 from jetspark.processors.hash_join import hash_join_collect_p, hash_join_p
@@ -101,8 +102,25 @@ class SourceTransform(Transform):
     def emits_events(self, planner: Planner) -> bool:
         return self.source.timestamped
 
+    def event_time_in_source(self, planner: Planner) -> TimestampTransform | None:
+        """The `add_timestamps` that goes into this source (Jet 4's rule: a source that keeps
+        event time per partition, read by that stage alone), or None."""
+        following = planner.downstream(self)
+        if self.source.with_event_time is None or len(following) != 1:
+            return None
+        timestamps = following[0]
+        return timestamps if isinstance(timestamps, TimestampTransform) else None
+
     def add_to_dag(self, planner: Planner) -> None:
-        vertex = planner.add_vertex(self, self.name, self.source.supplier, self.local_parallelism)
+        supplier = self.source.supplier
+        timestamps = self.event_time_in_source(planner)
+        if timestamps is not None:
+            assert self.source.with_event_time is not None
+            policy = EventTimePolicy(
+                timestamps.timestamp_fn, limiting_lag(timestamps.lag), planner.emission_policy
+            )
+            supplier = self.source.with_event_time(policy)
+        vertex = planner.add_vertex(self, self.name, supplier, self.local_parallelism)
         for marker in ("replayable", "kind"):
             value = getattr(self.source.supplier, marker, None)
             if value is not None:
@@ -158,6 +176,10 @@ class TimestampTransform(Transform):
         if parallelism == -1:  # one watermark processor per upstream processor
             parallelism = planner.vertex_of(self.upstream[0]).get_local_parallelism()
         timestamp = on_item(self.timestamp_fn, planner.events(self.upstream[0]))
+        source = self.upstream[0]
+        if isinstance(source, SourceTransform) and source.event_time_in_source(planner):
+            self._add_after_source_with_event_time(planner, name, parallelism, timestamp)
+            return
         if not planner.events(self):
             watermarks = insert_watermarks_p(
                 timestamp, limiting_lag(self.lag), planner.emission_policy
@@ -172,6 +194,17 @@ class TimestampTransform(Transform):
         )
         vertex = planner.add_vertex(self, name, watermarks, parallelism)
         planner.dag.edge(Edge.between(stamp, vertex).isolated())
+
+    def _add_after_source_with_event_time(
+        self, planner: Planner, name: str, parallelism: int, timestamp: Callable[[Any], int]
+    ) -> None:
+        """The source emits the watermarks: nothing to add for plain items, else a vertex
+        wrapping each item in its event (the watermarks pass through it)."""
+        if not planner.events(self):
+            planner.alias(self, self.upstream[0])
+            return
+        vertex = planner.add_vertex(self, f"{name}-stamp", map_p(_Stamp(timestamp)), parallelism)
+        planner.connect(self, vertex, lambda edge, _: edge.isolated())
 
     def window_timestamp_fn(self, planner: Planner) -> Callable[[Any], int]:
         """The timestamp of one of this transform's output items, for a window reading it."""
