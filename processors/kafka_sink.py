@@ -19,6 +19,8 @@ from jetspark.processors.kafka_client import Properties, client_settings, log
 from jetspark.processors.snapshots import ProcessorState
 
 _TRANSACTIONS = ProcessorState("kafka_transactions")
+_FLUSH_SECONDS = 120.0
+"""How long a flush may wait for the brokers to take the records produced."""
 
 Serializer = Callable[[Any], bytes | None]
 
@@ -105,7 +107,13 @@ class WriteKafkaP(AbstractProcessor):
         from confluent_kafka import Producer
 
         producer_settings.setdefault("linger.ms", 5)
+        producer_settings["error_cb"] = self._on_client_error
         return Producer(producer_settings)
+
+    def _on_client_error(self, error: Any) -> None:
+        """librdkafka's errors of the client itself: a fatal one (fenced, say) ends the job."""
+        if error.fatal() and self._delivery_error is None:
+            self._delivery_error = (error, self._settings.topic)
 
     def _transactional_producer(self, transactional_id: str) -> Any:
         """A producer of `transactional_id`, its earlier incarnations fenced off (an open
@@ -119,7 +127,7 @@ class WriteKafkaP(AbstractProcessor):
     def _call(self, method: Callable[..., Any], *args: Any, what: str) -> Any:
         """Calls a transactional method, retrying what librdkafka calls retriable and naming
         the vertex and transactional id in every other failure."""
-        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka import KafkaException
 
         for attempt in range(10):
             try:
@@ -129,18 +137,20 @@ class WriteKafkaP(AbstractProcessor):
                 if error.retriable() and attempt < 9:
                     time.sleep(min(2.0, 0.1 * 2**attempt))
                     continue
-                if error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED) or (
-                    "fenced" in error.str().lower()
-                ):
-                    raise RuntimeError(
-                        f"vertex '{self.context.vertex_name}': {what} was fenced: another "
-                        "producer (another job, or another run of this one) uses the same "
-                        "transactional id; give each job its own 'transactional.id' prefix"
-                    ) from exception
+                if _fenced(error):
+                    raise self._fenced_error(what) from exception
                 raise RuntimeError(
                     f"vertex '{self.context.vertex_name}': Kafka {what} failed: {error.str()}"
                 ) from exception
         raise AssertionError("unreachable")
+
+    def _fenced_error(self, what: str) -> RuntimeError:
+        ids = " or ".join(repr(i) for i in self._ids)
+        return RuntimeError(
+            f"vertex '{self.context.vertex_name}': {what} was fenced: another producer with "
+            f"transactional id {ids} started (another job, or another run of this one); give "
+            "each job its own prefix with the 'transactional.id' property"
+        )
 
     def _on_delivery(self, error: Any, message: Any) -> None:
         if error is not None and self._delivery_error is None:
@@ -150,6 +160,8 @@ class WriteKafkaP(AbstractProcessor):
         failed = self._delivery_error
         if failed is not None:
             error, topic = failed
+            if _fenced(error):
+                raise self._fenced_error(f"a record for topic {topic!r}")
             raise RuntimeError(
                 f"vertex '{self.context.vertex_name}': Kafka did not take a record for topic "
                 f"{topic!r}: {error.str()}"
@@ -205,13 +217,17 @@ class WriteKafkaP(AbstractProcessor):
         producer.poll(0)
 
     def _flush(self, producer: Any) -> None:
-        remaining = producer.flush(120)
+        """Waits until every record produced is delivered; a failure (a fatal one, such as
+        being fenced, included) is raised as soon as it is reported."""
+        deadline = time.monotonic() + _FLUSH_SECONDS
+        while remaining := producer.flush(0.5):
+            self._check_delivery()
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"vertex '{self.context.vertex_name}': {remaining} records were not "
+                    f"delivered to topic {self._settings.topic!r} within {_FLUSH_SECONDS:.0f} s"
+                )
         self._check_delivery()
-        if remaining:
-            raise RuntimeError(
-                f"vertex '{self.context.vertex_name}': {remaining} records were not delivered "
-                f"to topic {self._settings.topic!r} within 120 s"
-            )
 
     def complete(self) -> bool:
         if not self._transactional:
@@ -398,6 +414,14 @@ class WriteKafkaP(AbstractProcessor):
         if self._markers is not None:
             self._markers.close()
             self._markers = None
+
+
+def _fenced(error: Any) -> bool:
+    """True for the error of a producer whose transactional id another producer took over."""
+    from confluent_kafka import KafkaError
+
+    fenced = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+    return error.code() in fenced or "fenced" in error.str().lower()
 
 
 def _partition_eof() -> int:

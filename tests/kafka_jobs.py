@@ -120,26 +120,38 @@ def duplicates(values: list[str]) -> dict[str, int]:
     return {v: n for v, n in Counter(values).items() if n > 1}
 
 
+def _number_key(n: int) -> str:
+    return f"k{n % 7}"
+
+
 def number_value(record: KafkaRecord) -> int:
     return int(record.value)
 
 
 def copy_dag(
     broker: Any,
-    source_topic: str,
+    source_topic: str | tuple[str, ...],
     sink_topic: str,
     *,
     source_parallelism: int = 2,
     exactly_once: bool = True,
+    sink_properties: dict[str, Any] | None = None,
+    source_properties: dict[str, Any] | None = None,
+    **source_options: Any,
 ) -> DAG:
-    """source topic -> `n` -> sink topic: each number once, as its value."""
+    """source topic(s) -> `n` -> sink topic: each number once, as its value."""
     dag = DAG("kafka-copy")
+    topics = (source_topic,) if isinstance(source_topic, str) else source_topic
+    source_options.setdefault("projection_fn", number_value)
     source = dag.new_vertex(
-        "kafka-in", stream_kafka_p(properties(broker), source_topic, projection_fn=number_value)
+        "kafka-in",
+        stream_kafka_p(properties(broker, **(source_properties or {})), *topics, **source_options),
     ).local_parallelism(source_parallelism)
     out = dag.new_vertex(
         "kafka-out",
-        write_kafka_p(properties(broker), sink_topic, lambda n: f"k{n % 7}", str, exactly_once),
+        write_kafka_p(
+            sink_properties or properties(broker), sink_topic, _number_key, str, exactly_once
+        ),
     ).local_parallelism(2)
     dag.edge(between(source, out))
     return dag
