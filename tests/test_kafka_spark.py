@@ -4,13 +4,20 @@ worker; results read back with read_committed, each expected one exactly once.""
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fault_tolerance_jobs import SignalOnce
 from kafka_jobs import (
+    READ_PATIENCE_SECONDS,
+    committed_values,
     expected_window_results,
     produce_numbers,
     produce_window_closers,
@@ -63,3 +70,51 @@ def test_a_killed_python_worker_changes_no_window_result(
     assert results == expected
     assert os.path.exists(tmp_path / "killed")
     assert job.metrics.restarts == 1
+
+
+def _driver(broker: Any, source: str, sink: str, snapshots: str, members: int, *mode: str) -> Any:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    arguments = [broker.bootstrap_servers, source, sink, snapshots, str(members), *mode]
+    return subprocess.Popen(
+        [sys.executable, "kafka_driver_child.py", *arguments],
+        cwd=Path(__file__).parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_a_killed_driver_restored_with_another_member_count_changes_no_window_result(
+    kafka_broker: Any, tmp_path: Any
+) -> None:
+    source, sink = topic_name("in"), topic_name("out")
+    kafka_broker.create_topic(source, PARTITIONS)
+    kafka_broker.create_topic(sink, 2)
+    snapshots = str(tmp_path / "snapshots")
+    produce_numbers(kafka_broker, source, range(1500), PARTITIONS)
+    first = _driver(kafka_broker, source, sink, snapshots, 2)
+    try:
+        # killed once a snapshot is committed and some windows are out
+        deadline = time.monotonic() + READ_PATIENCE_SECONDS
+        while not (
+            glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST"))
+            and committed_values(kafka_broker, sink)
+        ):
+            assert first.poll() is None, "the first driver ended by itself"
+            assert time.monotonic() < deadline, "no snapshot and no result from the first driver"
+            time.sleep(0.2)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    produce_numbers(kafka_broker, source, range(1500, RECORDS), PARTITIONS)
+    produce_window_closers(kafka_broker, source, PARTITIONS, RECORDS + 1000)
+    second = _driver(kafka_broker, source, sink, snapshots, 3, "restore")
+    try:
+        expected = expected_window_results(range(RECORDS))
+        results = wait_for_results(kafka_broker, sink, expected)
+    finally:
+        os.killpg(second.pid, signal.SIGKILL)
+        second.wait()
+    assert results == expected
