@@ -4,6 +4,7 @@ producer otherwise (processors/kafka.py tells how a crash is survived)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -80,6 +81,10 @@ class WriteKafkaP(AbstractProcessor):
         self._delivery_error: Any = None
         self._defer = False
         self._markers: Any = None
+        self._lineage = "start"
+        """The token of the last epoch this processor restored: names its last batch's."""
+        self._scan_from = 0
+        """Where in the marker partition a marker of this run's epochs can be (micro-batches)."""
 
     def is_cooperative(self) -> bool:
         return False  # blocking flushes and transaction commits
@@ -232,7 +237,25 @@ class WriteKafkaP(AbstractProcessor):
     def complete(self) -> bool:
         if not self._transactional:
             self._flush(self._producers[0])
+        elif self._defer and self._epoch:
+            self._publish_last_batch()
         return True
+
+    def _publish_last_batch(self) -> None:
+        """A micro-batch job's last batch has no next one to publish its records, so they are
+        published here, under a token derived from the restored state: a task of this batch
+        run again finds its marker and publishes nothing twice."""
+        index = self.context.global_processor_index
+        token = hashlib.sha256(f"{self._lineage}:{index}:last".encode()).hexdigest()[:32]
+        records = tuple(self._epoch)
+        last = _Prepared(self._ids[0], token, 0, self._scan_from, records)
+        self._producers = [self._transactional_producer(i) for i in self._ids]
+        try:
+            if not self._in_kafka(last):
+                self._republish([last])
+        finally:
+            self._close_producers()
+        self._epoch = []
 
     def save_to_snapshot(self) -> bool:
         if not self._transactional:
@@ -301,6 +324,9 @@ class WriteKafkaP(AbstractProcessor):
         saved = _TRANSACTIONS.saved(key, value)
         if ProcessorState.owns(self.context, saved):
             self._adopted.append(saved.value)
+            prepared = saved.value[1]
+            if ProcessorState.is_own(self.context, saved) and prepared is not None:
+                self._lineage, self._scan_from = prepared.token, prepared.marker_offset
 
     def finish_snapshot_restore(self) -> bool:
         if not self._transactional:

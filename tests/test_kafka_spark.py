@@ -118,3 +118,27 @@ def test_a_killed_driver_restored_with_another_member_count_changes_no_window_re
         os.killpg(second.pid, signal.SIGKILL)
         second.wait()
     assert results == expected
+
+
+def test_a_bounded_micro_batch_job_publishes_its_last_batch_exactly_once(
+    engine: Any, kafka_broker: Any, tmp_path: Any
+) -> None:
+    from kafka_jobs import duplicates, properties
+
+    from jetspark.core import DAG
+    from jetspark.edges import between
+    from jetspark.processors import read_list_p
+    from jetspark.processors.kafka import write_kafka_p
+
+    sink = topic_name("out")
+    kafka_broker.create_topic(sink, 1)
+    engine.get_list("numbers")[:] = [str(n) for n in range(500)]
+    dag = DAG("bounded-to-kafka")
+    source = dag.new_vertex("numbers", read_list_p("numbers"))
+    out = dag.new_vertex("kafka-out", write_kafka_p(properties(kafka_broker), sink, str, str))
+    dag.edge(between(source, out))
+    snapshots = DirectorySnapshotStore(str(tmp_path / "snapshots"))
+    engine.new_job(dag, config(ExecutionMode.MICRO_BATCH), snapshot_store=snapshots).join(300)
+    values = committed_values(kafka_broker, sink)
+    assert duplicates(values) == {}
+    assert sorted(values, key=int) == [str(n) for n in range(500)]
