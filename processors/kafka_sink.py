@@ -202,30 +202,78 @@ class WriteKafkaP(AbstractProcessor):
             self._in_transaction = True
 
     def _produce(self, producer: Any, records: Sequence[tuple[Any, Any]]) -> None:
-        from confluent_kafka import KafkaException
-
         topic = self._settings.topic
         for key, value in records:
-            while True:
-                try:
-                    producer.produce(topic, value, key, on_delivery=self._on_delivery)
-                    break
-                except BufferError:  # the client's queue is full: let it send
-                    producer.poll(0.05)
-                except KafkaException as exception:
-                    size = len(value or b"") + len(key or b"")
-                    raise ValueError(
-                        f"vertex '{self.context.vertex_name}': a record of {size} bytes for "
-                        f"topic {topic!r} was refused: {exception.args[0].str()} (the client's "
-                        "'message.max.bytes' and the broker's limits bound a record's size)"
-                    ) from exception
+            self._send(producer, topic, key, value, None, self._on_delivery)
         producer.poll(0)
+
+    def _send(
+        self,
+        producer: Any,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        delivered: Callable[[Any, Any], None],
+    ) -> None:
+        """Produces one record, waiting while the client's queue is full; a refusal is
+        raised naming the vertex (and why: fenced, too large, ...)."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        where = {} if partition is None else {"partition": partition}
+        while True:
+            try:
+                producer.produce(topic, value, key, on_delivery=delivered, **where)
+                return
+            except BufferError:  # the client's queue is full: let it send
+                producer.poll(0.05)
+            except KafkaException as exception:
+                error = exception.args[0]
+                if error.code() == KafkaError._FATAL:
+                    error = self._fatal_error(producer, error)
+                if _fenced(error):
+                    raise self._fenced_error(f"a record for topic {topic!r}") from exception
+                size = len(value or b"") + len(key or b"")
+                hint = (
+                    " (the client's 'message.max.bytes' and the broker's limits bound a "
+                    "record's size)"
+                    if "LARGE" in error.name()
+                    else ""
+                )
+                raise ValueError(
+                    f"vertex '{self.context.vertex_name}': a record of {size} bytes for "
+                    f"topic {topic!r} was refused: {error.str()}{hint}"
+                ) from exception
+
+    def _fatal_error(self, producer: Any, error: Any) -> Any:
+        """Which fatal error a producer met: serving its callbacks reports (or raises) it."""
+        from confluent_kafka import KafkaException
+
+        try:
+            producer.poll(0)
+        except KafkaException as exception:
+            return exception.args[0]
+        fatal = self._delivery_error
+        return fatal[0] if fatal is not None else error
 
     def _flush(self, producer: Any) -> None:
         """Waits until every record produced is delivered; a failure (a fatal one, such as
         being fenced, included) is raised as soon as it is reported."""
+        from confluent_kafka import KafkaException
+
         deadline = time.monotonic() + _FLUSH_SECONDS
-        while remaining := producer.flush(0.5):
+        while True:
+            try:
+                remaining = producer.flush(0.5)
+            except KafkaException as exception:  # a fatal error of the client
+                error = exception.args[0]
+                if _fenced(error):
+                    raise self._fenced_error("a flush") from exception
+                raise RuntimeError(
+                    f"vertex '{self.context.vertex_name}': Kafka failed: {error.str()}"
+                ) from exception
+            if not remaining:
+                break
             self._check_delivery()
             if time.monotonic() > deadline:
                 raise RuntimeError(
@@ -303,12 +351,8 @@ class WriteKafkaP(AbstractProcessor):
         partition: int | None,
         delivered: Callable[[Any, Any], None],
     ) -> None:
-        marker_topic = self._settings.marker_topic
         key, value = transactional_id.encode(), token.encode()
-        if partition is None:
-            producer.produce(marker_topic, value, key, on_delivery=delivered)
-        else:
-            producer.produce(marker_topic, value, key, partition, on_delivery=delivered)
+        self._send(producer, self._settings.marker_topic, key, value, partition, delivered)
 
     def snapshot_committed(self) -> None:
         prepared = self._prepared

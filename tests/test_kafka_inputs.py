@@ -10,6 +10,7 @@ import logging
 
 import pytest
 from kafka_jobs import (
+    committed_values,
     copy_dag,
     duplicates,
     expected_window_results,
@@ -155,6 +156,33 @@ def test_a_record_over_the_size_limit_fails_the_job_naming_vertex_and_size(kafka
     message = str(failure.value)
     assert "kafka-out" in message and "2000000 bytes" in message, message
     assert "message.max.bytes" in message, message
+
+
+def test_a_second_job_with_the_same_transactional_id_fences_the_first_naming_it(kafka_broker):
+    source, sink = topic_name("in"), topic_name("out")
+    kafka_broker.create_topic(source, 1)
+    kafka_broker.create_topic(sink, 1)
+    shared = properties(kafka_broker, **{"transactional.id": f"shared-{sink}"})
+    engine = LocalEngine()
+    first = engine.new_job(
+        copy_dag(kafka_broker, source, sink, sink_properties=shared), EXACTLY_ONCE
+    )
+    produce_numbers(kafka_broker, source, range(100), partitions=1)
+    wait_for_values(kafka_broker, sink, range(100), first)
+    second = engine.new_job(
+        copy_dag(kafka_broker, source, sink, sink_properties=shared), EXACTLY_ONCE
+    )
+    try:
+        # the second job's producers have started once it wrote the records again
+        _wait_for(lambda: len(committed_values(kafka_broker, sink)) >= 200, second)
+        produce_numbers(kafka_broker, source, range(100, 200), partitions=1)
+        with pytest.raises(JobFailedError) as failure:
+            first.join(120)
+    finally:
+        second.cancel()
+    message = str(failure.value)
+    assert "kafka-out" in message and "fenced" in message, message
+    assert f"'shared-{sink}-kafka-out-" in message, message
 
 
 def test_partitions_added_while_the_job_runs_are_read_from_their_start(kafka_broker):

@@ -56,20 +56,33 @@ def test_a_killed_python_worker_changes_no_window_result(
     source, sink = topic_name("in"), topic_name("out")
     kafka_broker.create_topic(source, PARTITIONS)
     kafka_broker.create_topic(sink, 2)
-    produce_numbers(kafka_broker, source, range(RECORDS), PARTITIONS)
-    produce_window_closers(kafka_broker, source, PARTITIONS, RECORDS + 1000)
+    half = RECORDS // 2
+    produce_numbers(kafka_broker, source, range(half), PARTITIONS)
     snapshots = str(tmp_path / "snapshots")
-    kill = SignalOnce(signal.SIGKILL, 400, snapshots, str(tmp_path / "killed"))
+    # the worker dies at its first item after a snapshot is committed: the second half
+    # comes after one is, so the kill falls mid-stream whatever the machine's speed
+    kill = SignalOnce(signal.SIGKILL, 1, snapshots, str(tmp_path / "killed"))
     dag = windowed_dag(kafka_broker, source, sink, kill)
     job = engine.new_job(dag, config(mode), snapshot_store=DirectorySnapshotStore(snapshots))
     expected = expected_window_results(range(RECORDS))
     try:
+        _wait_for_a_commit(snapshots, job)
+        produce_numbers(kafka_broker, source, range(half, RECORDS), PARTITIONS)
+        produce_window_closers(kafka_broker, source, PARTITIONS, RECORDS + 1000)
         results = wait_for_results(kafka_broker, sink, expected, job)
     finally:
         job.cancel()
     assert results == expected
     assert os.path.exists(tmp_path / "killed")
     assert job.metrics.restarts == 1
+
+
+def _wait_for_a_commit(snapshots: str, job: Any = None) -> None:
+    deadline = time.monotonic() + READ_PATIENCE_SECONDS
+    while not glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST")):
+        assert job is None or not job.status.is_terminal, job.status
+        assert time.monotonic() < deadline, "no snapshot was committed"
+        time.sleep(0.1)
 
 
 def _driver(broker: Any, source: str, sink: str, snapshots: str, members: int, *mode: str) -> Any:
