@@ -51,12 +51,14 @@ GROUP_ROWS = {
     "inference": ("14a", "14b", "14c"),
     "pipeline": ("18a", "18b", "18c"),
     "recovery": ("19a", "19b"),
+    "kafka": ("20a", "20b", "20c"),
 }
 """The rows each group of `python -m bench --rows` produces (latency: every row 15*, 16*, 17*)."""
 BATCH_GROUPS = tuple(
     group
     for group in GROUP_ROWS
-    if group not in ("streaming", "watermark", "inference", "pipeline", "recovery")  # 18c streams
+    # 18c streams; kafka needs a broker
+    if group not in ("streaming", "watermark", "inference", "pipeline", "recovery", "kafka")
 )
 DEFAULT_ROWS = (*BATCH_GROUPS, "13a", "15e")
 """What `--compare` runs unless `--rows` says otherwise."""

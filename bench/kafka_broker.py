@@ -47,22 +47,21 @@ def jar_directory() -> Path:
     return Path.home() / ".cache" / "jetspark" / f"kafka-{KAFKA_VERSION}"
 
 
+def copy_dependencies(pom: Path, directory: Path, **defines: str) -> subprocess.CompletedProcess:
+    """`mvn dependency:copy-dependencies` of `pom` into `directory`, with `-Dname=value` for
+    each of `defines`: the artifacts of Maven Central, never a download URL."""
+    directory.mkdir(parents=True, exist_ok=True)
+    command = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies"]
+    command += [f"-DoutputDirectory={directory}", *(f"-D{k}={v}" for k, v in defines.items())]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
 def fetch_jars(directory: Path | None = None) -> Path:
     """Resolves the broker's jars with `mvn` into `directory` (the cache) unless already there."""
     directory = directory or jar_directory()
     if any(directory.glob(f"kafka_2.13-{KAFKA_VERSION}.jar")):
         return directory
-    directory.mkdir(parents=True, exist_ok=True)
-    command = [
-        "mvn",
-        "-q",
-        "-B",
-        "-f",
-        str(POM),
-        "dependency:copy-dependencies",
-        f"-DoutputDirectory={directory}",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = copy_dependencies(POM, directory)
     if done.returncode != 0 or not any(directory.glob("kafka_2.13-*.jar")):
         raise BrokerError(
             f"mvn could not resolve Kafka {KAFKA_VERSION}'s jars into {directory} "
