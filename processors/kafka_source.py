@@ -213,8 +213,10 @@ class StreamKafkaP(AbstractProcessor):
         partition is read to its limit."""
         consumer = self._consumer
         waited_since = time.monotonic()
+        wait = 0.0  # blocks only while records below the limits are still to come
         while True:
-            messages = consumer.consume(_POLL_BATCH, 0.05)
+            messages = consumer.consume(_POLL_BATCH, wait)
+            wait = 0.05
             if messages:
                 self._take(messages)
             if self._pending:

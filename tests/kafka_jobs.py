@@ -21,7 +21,6 @@ from jetspark.processors.kafka import (
     stream_kafka_p,
     write_kafka_p,
 )
-from jetspark.processors.watermark_policies import emit_by_frame
 from jetspark.processors.windowing import TimestampKind, limiting_lag, sliding_window_policy
 
 EPOCH = 1_000_000
@@ -188,9 +187,7 @@ def windowed_dag(
     """source topic (event time: the records' Kafka timestamps, watermarks per partition)
     -> fault -> count per key (n % 7) in tumbling windows of WINDOW -> "end:key:count"."""
     dag = DAG("kafka-windows")
-    policy = EventTimePolicy(
-        None, limiting_lag(0), emit_by_frame(_WINDOWS), idle_timeout_ms=idle_timeout_ms
-    )
+    policy = EventTimePolicy(None, limiting_lag(0), idle_timeout_ms=idle_timeout_ms)
     source = dag.new_vertex(
         "kafka-in",
         stream_kafka_p(
