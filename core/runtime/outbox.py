@@ -117,6 +117,14 @@ class TaskletOutbox(OutboxImpl):
         """True when no item or watermark waits in any bucket."""
         return not any(self.buckets) and not any(self.marks)
 
+    def is_backed_up(self) -> bool:
+        """True when every ordinal holds items or watermarks its router refused the last time
+        the outbox was drained (each has a full queue downstream): whatever the processor
+        emitted now would wait behind them, so it reaches no downstream processor sooner."""
+        return bool(self.buckets) and all(
+            bucket or marks for bucket, marks in zip(self.buckets, self.marks, strict=True)
+        )
+
     def drain_to(self, routers: Sequence[Router]) -> int:
         """Hands bucket contents to the routers, in order; returns the items and marks moved.
 

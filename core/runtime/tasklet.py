@@ -298,6 +298,11 @@ class ProcessorTasklet:
         return MADE_PROGRESS
 
     def _complete_all(self) -> int:
+        if self.outbox.is_backed_up():
+            # Jet's outbox would refuse every offer now; this one holds what the processor
+            # emitted before, so a source would believe it had emitted all it read and wait
+            # for more input on every call until the queues downstream take that output
+            return NO_PROGRESS
         self.callback = "complete"
         done = self._complete()
         if done is not True and not returned_bool(done, "complete"):
