@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 log = logging.getLogger("jetspark.kafka")
@@ -170,3 +170,37 @@ def ensure_marker_topic(properties: Properties, topic: str, vertex: str) -> None
             f"and could not create it ({error}); create it with one partition, or name another "
             "with marker_topic="
         ) from error
+
+
+_PASSING = frozenset(
+    {
+        "NOT_LEADER_FOR_PARTITION",
+        "LEADER_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+        "COORDINATOR_NOT_AVAILABLE",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "_TIMED_OUT",
+        "_TRANSPORT",
+    }
+)
+"""Errors of a cluster that is moving (a partition just added, a broker just started)."""
+
+PASSING_PATIENCE_SECONDS = 60.0
+"""How long a metadata or offsets request is asked again while the cluster is moving."""
+
+
+def asked_again(request: Callable[[], Any], what: str) -> Any:
+    """`request()`, asked again while it fails with an error of a moving cluster (a new
+    partition without a leader yet, a coordinator loading), for up to a minute."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + PASSING_PATIENCE_SECONDS
+    while True:
+        try:
+            return request()
+        except KafkaException as exception:
+            error = exception.args[0]
+            passing = error.retriable() or error.name() in _PASSING
+            if not passing or time.monotonic() > deadline:
+                raise RuntimeError(f"{what}: {error.str()}") from exception
+            time.sleep(0.1)

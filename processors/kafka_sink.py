@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +79,9 @@ class WriteKafkaP(AbstractProcessor):
         self._adopted: list[Any] = []
         """Saved states of old processors this one took over in a restore."""
         self._delivery_error: Any = None
+        self._fatal: Any = None
+        """The client's fatal error (fenced, say), from its error callback: what explains
+        the delivery errors (records purged) that come with it."""
         self._defer = False
         self._markers: Any = None
         self._lineage = "start"
@@ -117,8 +120,8 @@ class WriteKafkaP(AbstractProcessor):
 
     def _on_client_error(self, error: Any) -> None:
         """librdkafka's errors of the client itself: a fatal one (fenced, say) ends the job."""
-        if error.fatal() and self._delivery_error is None:
-            self._delivery_error = (error, self._settings.topic)
+        if error.fatal() and self._fatal is None:
+            self._fatal = error
 
     def _transactional_producer(self, transactional_id: str) -> Any:
         """A producer of `transactional_id`, its earlier incarnations fenced off (an open
@@ -163,6 +166,8 @@ class WriteKafkaP(AbstractProcessor):
 
     def _check_delivery(self) -> None:
         failed = self._delivery_error
+        if self._fatal is not None:
+            failed = (self._fatal, self._settings.topic)
         if failed is not None:
             error, topic = failed
             if _fenced(error):
@@ -179,6 +184,54 @@ class WriteKafkaP(AbstractProcessor):
             )
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
+        with self._explained_failures():
+            self._process(ordinal, inbox)
+
+    def complete(self) -> bool:
+        with self._explained_failures():
+            return self._complete()
+
+    def save_to_snapshot(self) -> bool:
+        with self._explained_failures():
+            return self._save_to_snapshot()
+
+    def snapshot_committed(self) -> None:
+        with self._explained_failures():
+            self._snapshot_committed()
+
+    def _reported_fatal(self) -> Any:
+        """The fatal error the clients' error callbacks report, served for up to a second."""
+        from confluent_kafka import KafkaException
+
+        for _ in range(10):
+            if self._fatal is not None:
+                return self._fatal
+            for producer in self._producers:
+                try:
+                    producer.poll(0.1)
+                except KafkaException as exception:
+                    return exception.args[0]
+                except SystemError:
+                    continue
+        return self._fatal
+
+    @contextlib.contextmanager
+    def _explained_failures(self) -> Iterator[None]:
+        """confluent-kafka 2.16 now and then raises SystemError from a call on a client that
+        met a fatal error (fenced, say): the error its callback reported is raised instead."""
+        try:
+            yield
+        except SystemError as exception:
+            fatal = _kafka_error_in(exception) or self._reported_fatal()
+            if fatal is None:
+                raise
+            if _fenced(fatal):
+                raise self._fenced_error("a call of the Kafka client") from exception
+            raise RuntimeError(
+                f"vertex '{self.context.vertex_name}': Kafka failed: {fatal.str()}"
+            ) from exception
+
+    def _process(self, ordinal: int, inbox: Inbox) -> None:
         settings = self._settings
         key_fn, value_fn = settings.key_fn, settings.value_fn
         key_serializer, value_serializer = settings.key_serializer, settings.value_serializer
@@ -227,23 +280,27 @@ class WriteKafkaP(AbstractProcessor):
                 return
             except BufferError:  # the client's queue is full: let it send
                 producer.poll(0.05)
+                continue
             except KafkaException as exception:
-                error = exception.args[0]
-                if error.code() == KafkaError._FATAL:
-                    error = self._fatal_error(producer, error)
-                if _fenced(error):
-                    raise self._fenced_error(f"a record for topic {topic!r}") from exception
-                size = len(value or b"") + len(key or b"")
-                hint = (
-                    " (the client's 'message.max.bytes' and the broker's limits bound a "
-                    "record's size)"
-                    if "LARGE" in error.name()
-                    else ""
-                )
-                raise ValueError(
-                    f"vertex '{self.context.vertex_name}': a record of {size} bytes for "
-                    f"topic {topic!r} was refused: {error.str()}{hint}"
-                ) from exception
+                refusal = exception
+            break
+        # outside the handler: serving the client's callbacks with an exception being handled
+        # gave SystemError
+        error = refusal.args[0]
+        if error.code() == KafkaError._FATAL:
+            error = self._fatal_error(producer, error)
+        if _fenced(error):
+            raise self._fenced_error(f"a record for topic {topic!r}") from refusal
+        size = len(value or b"") + len(key or b"")
+        hint = (
+            " (the client's 'message.max.bytes' and the broker's limits bound a record's size)"
+            if "LARGE" in error.name()
+            else ""
+        )
+        raise ValueError(
+            f"vertex '{self.context.vertex_name}': a record of {size} bytes for topic "
+            f"{topic!r} was refused: {error.str()}{hint}"
+        ) from refusal
 
     def _fatal_error(self, producer: Any, error: Any) -> Any:
         """Which fatal error a producer met: serving its callbacks reports (or raises) it."""
@@ -253,8 +310,9 @@ class WriteKafkaP(AbstractProcessor):
             producer.poll(0)
         except KafkaException as exception:
             return exception.args[0]
-        fatal = self._delivery_error
-        return fatal[0] if fatal is not None else error
+        except SystemError:  # confluent-kafka 2.16, now and then, once the client is fatal
+            pass
+        return self._fatal if self._fatal is not None else error
 
     def _flush(self, producer: Any) -> None:
         """Waits until every record produced is delivered; a failure (a fatal one, such as
@@ -265,8 +323,15 @@ class WriteKafkaP(AbstractProcessor):
         while True:
             try:
                 remaining = producer.flush(0.5)
-            except KafkaException as exception:  # a fatal error of the client
-                error = exception.args[0]
+            except (KafkaException, SystemError) as exception:  # a fatal error of the client
+                # confluent-kafka 2.16 sometimes raises SystemError for it; the client's error
+                # callback has told which error it was
+                if self._fatal is not None:
+                    error = self._fatal
+                elif isinstance(exception, KafkaException):
+                    error = exception.args[0]
+                else:
+                    raise
                 if _fenced(error):
                     raise self._fenced_error("a flush") from exception
                 raise RuntimeError(
@@ -282,7 +347,7 @@ class WriteKafkaP(AbstractProcessor):
                 )
         self._check_delivery()
 
-    def complete(self) -> bool:
+    def _complete(self) -> bool:
         if not self._transactional:
             self._flush(self._producers[0])
         elif self._defer and self._epoch:
@@ -305,7 +370,7 @@ class WriteKafkaP(AbstractProcessor):
             self._close_producers()
         self._epoch = []
 
-    def save_to_snapshot(self) -> bool:
+    def _save_to_snapshot(self) -> bool:
         if not self._transactional:
             self._flush(self._producers[0])
             return True
@@ -354,7 +419,7 @@ class WriteKafkaP(AbstractProcessor):
         key, value = transactional_id.encode(), token.encode()
         self._send(producer, self._settings.marker_topic, key, value, partition, delivered)
 
-    def snapshot_committed(self) -> None:
+    def _snapshot_committed(self) -> None:
         prepared = self._prepared
         self._prepared = None
         if prepared is None or self._defer:
@@ -484,6 +549,18 @@ class WriteKafkaP(AbstractProcessor):
         if self._markers is not None:
             self._markers.close()
             self._markers = None
+
+
+def _kafka_error_in(exception: BaseException) -> Any:
+    """The KafkaError among the causes of `exception` (the one a SystemError hides), if any."""
+    from confluent_kafka import KafkaException
+
+    seen: BaseException | None = exception
+    while seen is not None:
+        if isinstance(seen, KafkaException):
+            return seen.args[0]
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _fenced(error: Any) -> bool:

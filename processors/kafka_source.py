@@ -17,7 +17,13 @@ from jetspark.core.context import Context
 from jetspark.core.outbox import Outbox
 from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
 from jetspark.processors.event_time import EventTimeMapper, EventTimePolicy
-from jetspark.processors.kafka_client import KafkaSettingError, Properties, client_settings, log
+from jetspark.processors.kafka_client import (
+    KafkaSettingError,
+    Properties,
+    asked_again,
+    client_settings,
+    log,
+)
 from jetspark.processors.watermark_policies import MIN_TIMESTAMP, monotonic_ms
 
 _OFFSET_KEY = "kafka_offset"
@@ -78,6 +84,7 @@ class StreamKafkaP(AbstractProcessor):
         self._restored_limits: dict[tuple[str, int], int] = {}
         self._checked_at = 0
         self._started = False
+        self._group = ""
         """True once the partitions of the job's start were assigned (restored or not)."""
         self._committed_at = 0
         self._batch = False
@@ -92,6 +99,7 @@ class StreamKafkaP(AbstractProcessor):
         self._batch = getattr(context.stores, "driver_publishes", False)
         client = client_settings(settings.properties, "consumer")
         client.setdefault("group.id", f"jetspark-{context.vertex_name}")
+        self._group = client["group.id"]
         client["enable.auto.commit"] = False
         client["enable.auto.offset.store"] = False
         client.setdefault("enable.partition.eof", False)
@@ -163,11 +171,11 @@ class StreamKafkaP(AbstractProcessor):
         else where `auto.offset.reset` says (librdkafka's default: the end)."""
         from confluent_kafka import TopicPartition
 
-        consumer = self._consumer
+        if not partitions:
+            return []
         committed = [-1] * len(partitions)
         if initial:
-            asked = [TopicPartition(*tp) for tp in partitions]
-            committed = [tp.offset for tp in consumer.committed(asked, timeout=30)]
+            committed = self._committed([TopicPartition(*tp) for tp in partitions])
         reset = str(self._settings.properties.get("auto.offset.reset", "latest")).lower()
         from_start = not initial or reset in ("earliest", "smallest", "beginning")
         offsets = []
@@ -175,9 +183,26 @@ class StreamKafkaP(AbstractProcessor):
             if stored >= 0:
                 offsets.append(stored)
                 continue
-            low, high = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30)
+            low, high = self._end_offsets(tp)
             offsets.append(low if from_start else high)
         return offsets
+
+    def _end_offsets(self, tp: tuple[str, int]) -> tuple[int, int]:
+        """A partition's first offset and its end (the last stable offset, read_committed)."""
+        from confluent_kafka import TopicPartition
+
+        return asked_again(  # type: ignore[no-any-return]
+            lambda: self._consumer.get_watermark_offsets(TopicPartition(*tp), timeout=10),
+            f"vertex '{self.context.vertex_name}': the offsets of {tp[0]!r} partition {tp[1]}",
+        )
+
+    def _committed(self, partitions: list[Any]) -> list[int]:
+        """The offsets the `group.id` committed for `partitions` (negative: none)."""
+        committed = asked_again(
+            lambda: self._consumer.committed(partitions, timeout=10),
+            f"vertex '{self.context.vertex_name}': the offsets of group {self._group!r}",
+        )
+        return [tp.offset for tp in committed]
 
     def complete(self) -> bool:
         if not self._started:
@@ -376,11 +401,10 @@ class StreamKafkaP(AbstractProcessor):
 
     def _next_batch_limits(self) -> dict[tuple[str, int], int]:
         """The end offsets (last stable offsets under read_committed) the next batch reads to."""
-        from confluent_kafka import TopicPartition
 
         limits = {}
         for tp in self._owned:
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30)
+            _, high = self._end_offsets(tp)
             limits[tp] = high
         return limits
 

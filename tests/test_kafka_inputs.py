@@ -128,10 +128,10 @@ def test_on_error_skip_logs_the_unreadable_record_and_reads_on(kafka_broker, cap
     assert f"topic {topic!r} partition 0 offset 1" in caplog.text
 
 
-def _wait_for(condition, job) -> None:
+def _wait_for(condition, job, patience: float = 120) -> None:
     import time
 
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + patience
     while not condition():
         assert not job.status.is_terminal, job.status
         assert time.monotonic() < deadline
@@ -158,6 +158,7 @@ def test_a_record_over_the_size_limit_fails_the_job_naming_vertex_and_size(kafka
     assert "message.max.bytes" in message, message
 
 
+@pytest.mark.timeout(600)
 def test_a_second_job_with_the_same_transactional_id_fences_the_first_naming_it(kafka_broker):
     source, sink = topic_name("in"), topic_name("out")
     kafka_broker.create_topic(source, 1)
@@ -173,11 +174,13 @@ def test_a_second_job_with_the_same_transactional_id_fences_the_first_naming_it(
         copy_dag(kafka_broker, source, sink, sink_properties=shared), EXACTLY_ONCE
     )
     try:
-        # the second job's producers have started once it wrote the records again
-        _wait_for(lambda: len(committed_values(kafka_broker, sink)) >= 200, second)
+        # the second job's producers have started once it wrote the records again (their
+        # start waits until the broker aborted the first job's open transactions: up to
+        # transaction.timeout.ms)
+        _wait_for(lambda: len(committed_values(kafka_broker, sink)) >= 200, second, 300)
         produce_numbers(kafka_broker, source, range(100, 200), partitions=1)
         with pytest.raises(JobFailedError) as failure:
-            first.join(120)
+            first.join(300)
     finally:
         second.cancel()
     message = str(failure.value)
