@@ -145,12 +145,16 @@ class WriteKafkaP(AbstractProcessor):
                 if error.retriable() and attempt < 9:
                     time.sleep(min(2.0, 0.1 * 2**attempt))
                     continue
-                if _fenced(error):
-                    raise self._fenced_error(what) from exception
-                raise RuntimeError(
-                    f"vertex '{self.context.vertex_name}': Kafka {what} failed: {error.str()}"
-                ) from exception
+                raise self._client_failure(error, what) from exception
         raise AssertionError("unreachable")
+
+    def _client_failure(self, error: Any, what: str) -> RuntimeError:
+        """The error a job fails with when Kafka refused `what`: fenced, or the client's own."""
+        if _fenced(error):
+            return self._fenced_error(what)
+        return RuntimeError(
+            f"vertex '{self.context.vertex_name}': Kafka {what} failed: {error.str()}"
+        )
 
     def _fenced_error(self, what: str) -> RuntimeError:
         ids = " or ".join(repr(i) for i in self._ids)
@@ -217,19 +221,16 @@ class WriteKafkaP(AbstractProcessor):
 
     @contextlib.contextmanager
     def _explained_failures(self) -> Iterator[None]:
-        """confluent-kafka 2.16 now and then raises SystemError from a call on a client that
-        met a fatal error (fenced, say): the error its callback reported is raised instead."""
+        """confluent-kafka 2.16 now and then raises SystemError from a call (flush, poll) on a
+        client that met a fatal error (fenced, say): the error its callback reported is raised
+        instead."""
         try:
             yield
         except SystemError as exception:
             fatal = _kafka_error_in(exception) or self._reported_fatal()
             if fatal is None:
                 raise
-            if _fenced(fatal):
-                raise self._fenced_error("a call of the Kafka client") from exception
-            raise RuntimeError(
-                f"vertex '{self.context.vertex_name}': Kafka failed: {fatal.str()}"
-            ) from exception
+            raise self._client_failure(fatal, "a call of the Kafka client") from exception
 
     def _process(self, ordinal: int, inbox: Inbox) -> None:
         settings = self._settings
@@ -323,20 +324,9 @@ class WriteKafkaP(AbstractProcessor):
         while True:
             try:
                 remaining = producer.flush(0.5)
-            except (KafkaException, SystemError) as exception:  # a fatal error of the client
-                # confluent-kafka 2.16 sometimes raises SystemError for it; the client's error
-                # callback has told which error it was
-                if self._fatal is not None:
-                    error = self._fatal
-                elif isinstance(exception, KafkaException):
-                    error = exception.args[0]
-                else:
-                    raise
-                if _fenced(error):
-                    raise self._fenced_error("a flush") from exception
-                raise RuntimeError(
-                    f"vertex '{self.context.vertex_name}': Kafka failed: {error.str()}"
-                ) from exception
+            except KafkaException as exception:  # a fatal error of the client
+                error = self._fatal if self._fatal is not None else exception.args[0]
+                raise self._client_failure(error, "a flush") from exception
             if not remaining:
                 break
             self._check_delivery()
@@ -438,6 +428,10 @@ class WriteKafkaP(AbstractProcessor):
                 self._lineage, self._scan_from = prepared.token, prepared.marker_offset
 
     def finish_snapshot_restore(self) -> bool:
+        with self._explained_failures():
+            return self._finish_snapshot_restore()
+
+    def _finish_snapshot_restore(self) -> bool:
         if not self._transactional:
             return True
         if self._defer:
