@@ -8,8 +8,9 @@ Its jars come from Maven Central, resolved by `mvn` from `.ci/kafka-broker.pom.x
 once (`python -m bench.kafka_broker fetch`); nothing is downloaded by URL and no jar is
 committed.
 
-`python -m bench.kafka_broker run DIRECTORY` runs one in the foreground for a manual try (the
-examples' `--bootstrap-servers`), printing its address; Ctrl-C stops it.
+`python -m bench.kafka_broker run DIRECTORY [--host ADDRESS]` runs one in the foreground for a
+manual try (the examples' `--bootstrap-servers`), printing its address; Ctrl-C or SIGTERM stops
+it.
 """
 
 from __future__ import annotations
@@ -70,10 +71,10 @@ def fetch_jars(directory: Path | None = None) -> Path:
     return directory
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on `host` right now."""
     with closing(socket.socket()) as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return probe.getsockname()[1]
 
 
@@ -84,7 +85,8 @@ def _cluster_id() -> str:
 
 @dataclass
 class KafkaBroker:
-    """One single-node KRaft broker in `directory` (its data, configuration and log).
+    """One single-node KRaft broker in `directory` (its data, configuration and log), listening
+    on `host` (127.0.0.1 unless a test's network gives the broker a host of its own).
 
     `start()` formats the storage the first time and waits until the broker answers; `stop()`
     ends it by PID (SIGTERM, then SIGKILL), `kill()` at once; `start()` again restarts it on
@@ -92,13 +94,17 @@ class KafkaBroker:
     """
 
     directory: Path
-    port: int = field(default_factory=free_port)
-    controller_port: int = field(default_factory=free_port)
+    host: str = "127.0.0.1"
+    port: int = 0
+    controller_port: int = 0
     jars: Path = field(default_factory=jar_directory)
     process: subprocess.Popen[bytes] | None = None
 
     def __post_init__(self) -> None:
-        """A directory that held a broker before brings its ports back with its data."""
+        """Free ports unless given; a directory that held a broker before brings its ports
+        back with its data."""
+        self.port = self.port or free_port(self.host)
+        self.controller_port = self.controller_port or free_port(self.host)
         configuration = self.directory / "server.properties"
         if configuration.exists():
             for line in configuration.read_text().splitlines():
@@ -113,7 +119,7 @@ class KafkaBroker:
     @property
     def bootstrap_servers(self) -> str:
         """The `bootstrap.servers` clients use."""
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -126,11 +132,11 @@ class KafkaBroker:
         settings = {
             "process.roles": "broker,controller",
             "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
             "listeners": (
-                f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+                f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
             ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -147,6 +153,10 @@ class KafkaBroker:
             "group.initial.rebalance.delay.ms": "0",
             # a test's records are few and small: segments and checks sized for that
             "log.segment.bytes": str(16 * 1024 * 1024),
+            # no deletion by age: the tests' records carry timestamps of 1970 (event time
+            # that is easy to check), which the default 7-day retention deletes at its first
+            # check, 5 minutes after the start, as if they had been read
+            "log.retention.ms": "-1",
         }
         self.directory.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
@@ -206,7 +216,7 @@ class KafkaBroker:
                 raise BrokerError(f"the broker exited at its start:\n{self._log_tail()}")
             if admin is None:  # the client only once the port listens: it logs every refusal
                 try:
-                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    socket.create_connection((self.host, self.port), timeout=1).close()
                 except OSError:
                     time.sleep(0.1)
                     continue
@@ -274,8 +284,11 @@ def main(arguments: list[str]) -> int:
     if arguments[:1] == ["fetch"]:
         print(fetch_jars())
         return 0
-    if arguments[:1] == ["run"] and len(arguments) == 2:
-        broker = KafkaBroker(Path(arguments[1])).start()
+    if arguments[:1] == ["run"] and len(arguments) in (2, 4) and arguments[2:3] in ([], ["--host"]):
+        host = arguments[3] if len(arguments) == 4 else "127.0.0.1"
+        broker = KafkaBroker(Path(arguments[1]), host).start()
+        # SIGTERM (a test's teardown) stops the broker as Ctrl-C does, by the finally below
+        signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(0))
         print(f"Kafka {KAFKA_VERSION} on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
         try:
             while broker.process is not None and broker.process.poll() is None:
@@ -285,7 +298,10 @@ def main(arguments: list[str]) -> int:
         finally:
             broker.stop()
         return 0
-    print("usage: python -m bench.kafka_broker fetch | run DIRECTORY", file=sys.stderr)
+    print(
+        "usage: python -m bench.kafka_broker fetch | run DIRECTORY [--host ADDRESS]",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -181,9 +181,14 @@ _PASSING = frozenset(
         "COORDINATOR_LOAD_IN_PROGRESS",
         "_TIMED_OUT",
         "_TRANSPORT",
+        "_ALL_BROKERS_DOWN",
+        "_UNKNOWN_PARTITION",
     }
 )
-"""Errors of a cluster that is moving (a partition just added, a broker just started)."""
+"""Errors of a cluster that is moving (a partition just added, a broker just started or
+restarted: the client knows no leader of a partition it read before until its metadata is
+renewed). The partitions asked about come from the brokers' metadata, so an unknown one is one
+the client has not yet relearned."""
 
 PASSING_PATIENCE_SECONDS = 60.0
 """How long a metadata or offsets request is asked again while the cluster is moving."""

@@ -16,7 +16,7 @@ from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.context import Context
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
-from jetspark.processors.kafka_client import Properties, client_settings, log
+from jetspark.processors.kafka_client import Properties, asked_again, client_settings, log
 from jetspark.processors.snapshots import ProcessorState
 
 _TRANSACTIONS = ProcessorState("kafka_transactions")
@@ -474,7 +474,13 @@ class WriteKafkaP(AbstractProcessor):
         from confluent_kafka import TopicPartition
 
         partition = TopicPartition(self._settings.marker_topic, 0)
-        return self._marker_consumer().get_watermark_offsets(partition, timeout=60)[1]
+        consumer = self._marker_consumer()
+        offsets = asked_again(
+            lambda: consumer.get_watermark_offsets(partition, timeout=60),
+            f"vertex '{self.context.vertex_name}': the end of marker topic "
+            f"{self._settings.marker_topic!r}",
+        )
+        return offsets[1]  # type: ignore[no-any-return]
 
     def _in_kafka(self, prepared: _Prepared) -> bool:
         """True when a committed transaction holds `prepared`'s marker token: the marker

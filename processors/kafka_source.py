@@ -33,6 +33,8 @@ _BATCH_PATIENCE_SECONDS = 300.0
 """How long a micro-batch's source waits for the records below its limits before failing."""
 _COMMIT_INTERVAL_MS = 5_000
 """Without a guarantee, how often a source commits its offsets to Kafka."""
+_CHECK_TIMEOUT_SECONDS = 1.0
+"""How long a periodic partition check waits for the brokers' answer (the loop waits too)."""
 
 Deserializer = Callable[[bytes], Any]
 
@@ -107,21 +109,36 @@ class StreamKafkaP(AbstractProcessor):
         if settings.event_time_policy is not None:
             self._mapper = EventTimeMapper(settings.event_time_policy)
         self._checked_at = self._committed_at = monotonic_ms()
-        self._find_partitions(self._partition_counts())
-
-    def _partition_counts(self) -> dict[str, int]:
         metadata = self._consumer.list_topics(timeout=30)
+        self._find_partitions(self._partition_counts(metadata, strict=True))
+
+    def _partition_counts(self, metadata: Any, strict: bool) -> dict[str, int]:
+        """Each topic's partition count in `metadata`; a topic it lacks fails the job when
+        `strict` (at the start), or is left for the next check otherwise (a broker restarting)."""
         counts = {}
         for topic in self._settings.topics:
             described = metadata.topics.get(topic)
-            if described is None or described.error is not None:
+            if described is not None and described.error is None:
+                counts[topic] = len(described.partitions)
+            elif strict:
                 raise KafkaSettingError(
                     f"vertex '{self.context.vertex_name}': topic {topic!r} is not on "
                     f"{self._settings.properties['bootstrap.servers']} "
                     f"({described.error if described is not None else 'unknown topic'})"
                 )
-            counts[topic] = len(described.partitions)
         return counts
+
+    def _check_partitions(self) -> None:
+        """The periodic look for new partitions: a short question, and a cluster that does not
+        answer it now (a broker restarting) is asked again at the next check."""
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._consumer.list_topics(timeout=_CHECK_TIMEOUT_SECONDS)
+        except KafkaException as error:
+            log.debug("vertex '%s': partition check skipped (%s)", self.context.vertex_name, error)
+            return
+        self._find_partitions(self._partition_counts(metadata, strict=False))
 
     def _find_partitions(self, counts: dict[str, int]) -> None:
         """Takes the partitions of `counts` this processor owns that it does not read yet.
@@ -212,7 +229,7 @@ class StreamKafkaP(AbstractProcessor):
         now = monotonic_ms()
         if now - self._checked_at >= self._settings.partition_check_interval_ms:
             self._checked_at = now
-            self._find_partitions(self._partition_counts())
+            self._check_partitions()
         if self._guarantee is ProcessingGuarantee.NONE:
             self._commit_offsets(now)
         if self._batch:

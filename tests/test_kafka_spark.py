@@ -1,6 +1,7 @@
 """Kafka on SparkEngine against a real broker: a windowed job reading a topic and writing its
 results exactly once to another, continuously and in micro-batches, across a killed Python
-worker; results read back with read_committed, each expected one exactly once."""
+worker, a killed driver, a broker restarted mid-job and a crash between a snapshot's commit and
+its transaction's; results read back with read_committed, each expected one exactly once."""
 
 from __future__ import annotations
 
@@ -17,16 +18,27 @@ import pytest
 from fault_tolerance_jobs import SignalOnce
 from kafka_jobs import (
     READ_PATIENCE_SECONDS,
+    CrashBeforeTransactionCommit,
     committed_values,
+    copy_dag,
+    duplicates,
     expected_window_results,
     produce_numbers,
     produce_window_closers,
     topic_name,
     wait_for_results,
+    wait_for_values,
     windowed_dag,
 )
 
-from jetspark.core import DirectorySnapshotStore, ExecutionMode, JobConfig, ProcessingGuarantee
+from jetspark.core import (
+    DirectorySnapshotStore,
+    ExecutionMode,
+    JobConfig,
+    JobFailedError,
+    ProcessingGuarantee,
+)
+from jetspark.processors import kafka
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -155,3 +167,59 @@ def test_a_bounded_micro_batch_job_publishes_its_last_batch_exactly_once(
     values = committed_values(kafka_broker, sink)
     assert duplicates(values) == {}
     assert sorted(values, key=int) == [str(n) for n in range(500)]
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", [ExecutionMode.CONTINUOUS, ExecutionMode.MICRO_BATCH])
+def test_a_broker_restarted_mid_job_loses_and_repeats_nothing(
+    engine: Any, restartable_kafka_broker: Any, tmp_path: Any, mode: ExecutionMode
+) -> None:
+    broker = restartable_kafka_broker
+    source, sink = topic_name("in"), topic_name("out")
+    broker.create_topic(source, PARTITIONS)
+    broker.create_topic(sink, 1)
+    snapshots = DirectorySnapshotStore(str(tmp_path / "snapshots"))
+    job = engine.new_job(copy_dag(broker, source, sink), config(mode), snapshot_store=snapshots)
+    try:
+        produce_numbers(broker, source, range(1000), PARTITIONS)
+        wait_for_values(broker, sink, range(1000), job)
+        broker.restart()
+        produce_numbers(broker, source, range(1000, 2000), PARTITIONS)
+        values = wait_for_values(broker, sink, range(2000), job)
+    finally:
+        job.cancel()
+    assert duplicates(values) == {}
+    assert sorted(map(int, values)) == list(range(2000))
+
+
+@pytest.mark.timeout(900)
+def test_a_crash_between_the_snapshot_commit_and_the_transaction_commit_loses_and_repeats_nothing(
+    engine: Any, kafka_broker: Any, tmp_path: Any, monkeypatch: Any
+) -> None:
+    """CONTINUOUS: the sink fails after a snapshot committed and before its transaction did
+    (the class travels to the Python workers inside the DAG built while it is patched in); the
+    job restored from that snapshot decides the epoch from the broker and writes it once."""
+    source, sink = topic_name("in"), topic_name("out")
+    kafka_broker.create_topic(source, PARTITIONS)
+    kafka_broker.create_topic(sink, 1)
+    produce_numbers(kafka_broker, source, range(2000), PARTITIONS)
+    store = DirectorySnapshotStore(str(tmp_path / "snapshots"))
+    with monkeypatch.context() as patch:  # while the job's tasks are pickled and sent
+        patch.setattr(kafka, "WriteKafkaP", CrashBeforeTransactionCommit)
+        crashing = copy_dag(kafka_broker, source, sink)
+        job = engine.new_job(crashing, config(ExecutionMode.CONTINUOUS), snapshot_store=store)
+        with pytest.raises(JobFailedError, match="injected crash"):
+            job.join(timeout=300)
+    committed = store.latest()
+    assert committed is not None
+    produce_numbers(kafka_broker, source, range(2000, 2500), PARTITIONS)
+    dag = copy_dag(kafka_broker, source, sink)
+    restored = engine.new_job(
+        dag, config(ExecutionMode.CONTINUOUS), snapshot_store=store, restore_from=committed
+    )
+    try:
+        values = wait_for_values(kafka_broker, sink, range(2500), restored)
+    finally:
+        restored.cancel()
+    assert duplicates(values) == {}
+    assert sorted(map(int, values)) == list(range(2500))

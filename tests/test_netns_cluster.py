@@ -232,3 +232,30 @@ def test_storage_that_is_not_shared_fails_the_job_naming_the_host(
     assert output["status"] == "FAILED" and output["published"] == []
     hosts = [netns_cluster.address(worker) for worker in netns_cluster.WORKERS]
     assert any(host in output["error"] for host in hosts), output["error"]
+
+
+@pytest.mark.kafka
+def test_a_kafka_job_on_other_hosts_than_its_broker_writes_every_window_once(
+    cluster: netns_cluster.NamespaceCluster,
+) -> None:
+    """The broker on the master's host, the members on the workers': Kafka to Kafka,
+    CONTINUOUS and exactly-once, an executor SIGKILLed after the first commit; every window's
+    count is in the sink topic once (tests/kafka_cluster_child.py)."""
+    directory = work(cluster, "kafka")
+    repository = str(TESTS.parent)
+    broker_argv = [sys.executable, "-m", "bench.kafka_broker", "run", str(directory / "broker")]
+    broker_argv += ["--host", netns_cluster.address("master")]
+    broker = cluster.spawn("master", broker_argv, PYTHONPATH=repository)
+    try:
+        assert broker.stdout is not None
+        announced = broker.stdout.readline()  # "Kafka <version> on HOST:PORT ..." once it answers
+        assert " on " in announced, broker.communicate()[1][-4000:]
+        bootstrap = announced.split(" on ", 1)[1].split()[0]
+        script = str(TESTS / "kafka_cluster_child.py")
+        output = cluster.run_driver([script, netns_cluster.MASTER_URL, str(directory), bootstrap])
+    finally:
+        broker.terminate()  # the broker's runner stops the broker by its PID
+        cluster.finish(broker, timeout=120)
+    assert output["killed"], "no executor was running to be killed"
+    assert output["restarts"] >= 1
+    assert output["results"] == output["expected"]

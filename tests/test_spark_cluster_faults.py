@@ -22,12 +22,18 @@ from test_streaming_conformance import expected_window
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
 CHILD = Path(__file__).with_name("spark_cluster_child.py")
+KAFKA_CHILD = Path(__file__).with_name("kafka_cluster_child.py")
 
 
 def run_child(master: str, work: Path, mode: str, n: int = 0) -> dict[str, Any]:
+    return run_script(CHILD, master, str(work), mode, str(n))
+
+
+def run_script(script: Path, *arguments: str) -> dict[str, Any]:
+    """The JSON a driver script printed last, run to its end with `arguments`."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     result = subprocess.run(
-        [sys.executable, str(CHILD), master, str(work), mode, str(n)],
+        [sys.executable, str(script), *arguments],
         capture_output=True,
         text=True,
         timeout=800,
@@ -91,3 +97,18 @@ def test_a_continuous_job_killed_mid_job_restarts_exactly_naming_the_lost_member
         r"restart 1 of",
         warnings,
     ), warnings
+
+
+@pytest.mark.kafka
+def test_a_kafka_job_whose_executor_is_killed_writes_every_window_once(
+    cluster: str,  # noqa: F811
+    kafka_broker: Any,
+    tmp_path: Path,
+) -> None:
+    """Kafka to Kafka, CONTINUOUS and exactly-once on the cluster (one member per worker): an
+    executor JVM killed with SIGKILL after the first commit; the job restarts from its snapshot
+    and the sink topic holds every window's count once (tests/kafka_cluster_child.py)."""
+    output = run_script(KAFKA_CHILD, cluster, str(tmp_path), kafka_broker.bootstrap_servers)
+    assert output["killed"], "no executor was running to be killed"
+    assert output["restarts"] >= 1
+    assert output["results"] == output["expected"]
