@@ -1,9 +1,10 @@
 """A driver process for test_kafka_spark.py's driver-kill test (no tests here).
 
-`python kafka_driver_child.py BOOTSTRAP SOURCE SINK SNAPSHOTS MEMBERS [restore]` runs
-kafka_jobs.windowed_dag on local[3] with MEMBERS members, CONTINUOUS and exactly-once, taking
-snapshots into SNAPSHOTS (restoring the latest one with `restore`), and prints "running" once
-the job was submitted; it runs until it is killed or the job ends.
+`python kafka_driver_child.py BOOTSTRAP SOURCE SINK SNAPSHOTS MEMBERS MODE [restore]` runs
+kafka_jobs.windowed_dag on local[3] with MEMBERS members, in execution mode MODE (an
+ExecutionMode's name) and exactly-once, taking snapshots into SNAPSHOTS (restoring the latest
+one with `restore`), and prints "running" once the job was submitted; it runs until it is
+killed or the job ends.
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.session import create_context
 
 
-def main(bootstrap: str, source: str, sink: str, snapshots: str, members: str, *mode: str) -> None:
+def main(
+    bootstrap: str, source: str, sink: str, snapshots: str, members: str, mode: str, *restore: str
+) -> None:
     engine = SparkEngine(create_context("local[3]", "jetspark-kafka-driver"), members=int(members))
     store = DirectorySnapshotStore(snapshots)
     config = JobConfig(
         processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
         snapshot_interval_millis=200,
-        execution_mode=ExecutionMode.CONTINUOUS,
+        execution_mode=ExecutionMode[mode],
     )
-    restore = store.latest() if mode == ("restore",) else None
+    restored = store.latest() if restore == ("restore",) else None
     dag = windowed_dag(SimpleNamespace(bootstrap_servers=bootstrap), source, sink)
-    job = engine.new_job(dag, config, snapshot_store=store, restore_from=restore)
+    job = engine.new_job(dag, config, snapshot_store=store, restore_from=restored)
     print("running", flush=True)
     job.join()
 

@@ -4,7 +4,10 @@ and a read_committed reader of what a sink topic holds."""
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -166,6 +169,25 @@ class CrashBeforeTransactionCommit(WriteKafkaP):
             self._producers = []  # its open transaction stays open, as a killed process's
             raise RuntimeError("injected crash between the snapshot's and the transaction's commit")
         super().snapshot_committed()
+
+
+class DieBeforeTransactionCommit(WriteKafkaP):
+    """A Kafka sink whose process is killed (SIGKILL) at its first transaction commit, once per
+    sink topic (`died_marker` records the death): in CONTINUOUS that commit follows a committed
+    snapshot, in a micro-batch it publishes the previous batch's epoch, the hard case of each."""
+
+    def _call(self, method: Callable[..., Any], *args: Any, what: str) -> Any:
+        marker = died_marker(self._settings.topic)
+        if what == "commit_transaction" and not os.path.exists(marker):
+            with open(marker, "w") as died:
+                died.write(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super()._call(method, *args, what=what)
+
+
+def died_marker(topic: str) -> str:
+    """The file DieBeforeTransactionCommit writes before it kills its process."""
+    return os.path.join(tempfile.gettempdir(), f"jetspark-died-before-commit-{topic}")
 
 
 WINDOW = 100

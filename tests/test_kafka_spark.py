@@ -18,9 +18,10 @@ import pytest
 from fault_tolerance_jobs import SignalOnce
 from kafka_jobs import (
     READ_PATIENCE_SECONDS,
-    CrashBeforeTransactionCommit,
+    DieBeforeTransactionCommit,
     committed_values,
     copy_dag,
+    died_marker,
     duplicates,
     expected_window_results,
     produce_numbers,
@@ -35,7 +36,6 @@ from jetspark.core import (
     DirectorySnapshotStore,
     ExecutionMode,
     JobConfig,
-    JobFailedError,
     ProcessingGuarantee,
 )
 from jetspark.processors import kafka
@@ -97,9 +97,11 @@ def _wait_for_a_commit(snapshots: str, job: Any = None) -> None:
         time.sleep(0.1)
 
 
-def _driver(broker: Any, source: str, sink: str, snapshots: str, members: int, *mode: str) -> Any:
+def _driver(
+    broker: Any, source: str, sink: str, snapshots: str, members: int, *options: str
+) -> Any:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    arguments = [broker.bootstrap_servers, source, sink, snapshots, str(members), *mode]
+    arguments = [broker.bootstrap_servers, source, sink, snapshots, str(members), *options]
     return subprocess.Popen(
         [sys.executable, "kafka_driver_child.py", *arguments],
         cwd=Path(__file__).parent,
@@ -111,15 +113,16 @@ def _driver(broker: Any, source: str, sink: str, snapshots: str, members: int, *
     )
 
 
+@pytest.mark.parametrize("mode", [ExecutionMode.CONTINUOUS, ExecutionMode.MICRO_BATCH])
 def test_a_killed_driver_restored_with_another_member_count_changes_no_window_result(
-    kafka_broker: Any, tmp_path: Any
+    kafka_broker: Any, tmp_path: Any, mode: ExecutionMode
 ) -> None:
     source, sink = topic_name("in"), topic_name("out")
     kafka_broker.create_topic(source, PARTITIONS)
     kafka_broker.create_topic(sink, 2)
     snapshots = str(tmp_path / "snapshots")
     produce_numbers(kafka_broker, source, range(1500), PARTITIONS)
-    first = _driver(kafka_broker, source, sink, snapshots, 2)
+    first = _driver(kafka_broker, source, sink, snapshots, 2, mode.name)
     try:
         # killed once a snapshot is committed and some windows are out
         deadline = time.monotonic() + READ_PATIENCE_SECONDS
@@ -135,7 +138,7 @@ def test_a_killed_driver_restored_with_another_member_count_changes_no_window_re
         first.wait()
     produce_numbers(kafka_broker, source, range(1500, RECORDS), PARTITIONS)
     produce_window_closers(kafka_broker, source, PARTITIONS, RECORDS + 1000)
-    second = _driver(kafka_broker, source, sink, snapshots, 3, "restore")
+    second = _driver(kafka_broker, source, sink, snapshots, 3, mode.name, "restore")
     try:
         expected = expected_window_results(range(RECORDS))
         results = wait_for_results(kafka_broker, sink, expected)
@@ -193,33 +196,28 @@ def test_a_broker_restarted_mid_job_loses_and_repeats_nothing(
 
 
 @pytest.mark.timeout(900)
-def test_a_crash_between_the_snapshot_commit_and_the_transaction_commit_loses_and_repeats_nothing(
-    engine: Any, kafka_broker: Any, tmp_path: Any, monkeypatch: Any
+@pytest.mark.parametrize("mode", [ExecutionMode.CONTINUOUS, ExecutionMode.MICRO_BATCH])
+def test_a_process_killed_between_the_snapshot_commit_and_the_transaction_commit_changes_nothing(
+    engine: Any, kafka_broker: Any, tmp_path: Any, monkeypatch: Any, mode: ExecutionMode
 ) -> None:
-    """CONTINUOUS: the sink fails after a snapshot committed and before its transaction did
-    (the class travels to the Python workers inside the DAG built while it is patched in); the
-    job restored from that snapshot decides the epoch from the broker and writes it once."""
+    """The sink's Python worker is SIGKILLed right before its first transaction commit: in
+    CONTINUOUS after the snapshot that holds the epoch committed, in a micro-batch when the
+    next batch publishes it (the class reaches the workers inside the DAG's tasks, pickled
+    while it is patched in). The job restarts by itself, decides the epoch from the broker and
+    writes every record once."""
     source, sink = topic_name("in"), topic_name("out")
     kafka_broker.create_topic(source, PARTITIONS)
     kafka_broker.create_topic(sink, 1)
     produce_numbers(kafka_broker, source, range(2000), PARTITIONS)
     store = DirectorySnapshotStore(str(tmp_path / "snapshots"))
-    with monkeypatch.context() as patch:  # while the job's tasks are pickled and sent
-        patch.setattr(kafka, "WriteKafkaP", CrashBeforeTransactionCommit)
-        crashing = copy_dag(kafka_broker, source, sink)
-        job = engine.new_job(crashing, config(ExecutionMode.CONTINUOUS), snapshot_store=store)
-        with pytest.raises(JobFailedError, match="injected crash"):
-            job.join(timeout=300)
-    committed = store.latest()
-    assert committed is not None
-    produce_numbers(kafka_broker, source, range(2000, 2500), PARTITIONS)
-    dag = copy_dag(kafka_broker, source, sink)
-    restored = engine.new_job(
-        dag, config(ExecutionMode.CONTINUOUS), snapshot_store=store, restore_from=committed
-    )
+    monkeypatch.setattr(kafka, "WriteKafkaP", DieBeforeTransactionCommit)
+    job = engine.new_job(copy_dag(kafka_broker, source, sink), config(mode), snapshot_store=store)
     try:
-        values = wait_for_values(kafka_broker, sink, range(2500), restored)
+        produce_numbers(kafka_broker, source, range(2000, 2500), PARTITIONS)
+        values = wait_for_values(kafka_broker, sink, range(2500), job)
     finally:
-        restored.cancel()
+        job.cancel()
+    assert os.path.exists(died_marker(sink)), "no sink was killed before its commit"
+    assert job.metrics.restarts == 1
     assert duplicates(values) == {}
     assert sorted(map(int, values)) == list(range(2500))

@@ -99,11 +99,22 @@ class SparkJob(Job):
 
     def _cancel_until_ended(self) -> None:
         while True:
-            if self.context._jsc is None:
-                return  # the context stopped: it cancelled every job itself
-            self.context.cancelJobGroup(self.group)
+            try:
+                self.context.cancelJobGroup(self.group)
+            except Exception:
+                if self._context_stopped():
+                    return  # the context stopped (now or before): it cancelled every job itself
+                raise
             if self._ended.wait(_CANCEL_RETRY_SECONDS):
                 return
+
+    def _context_stopped(self) -> bool:
+        """True once the SparkContext is stopped or stopping (its JVM side refuses calls)."""
+        java_context = self.context._jsc
+        try:
+            return java_context is None or bool(java_context.sc().isStopped())
+        except Exception:  # the gateway is gone too
+            return True
 
     def on_end(self, hook: Callable[[BaseException | None], None]) -> None:
         """Engine side: `hook(error)` runs when the job ends, before `join()` returns."""
