@@ -65,85 +65,123 @@ class EventTimePolicy:
 
 
 class _Partition:
-    __slots__ = ("idle", "last_event_at", "policy", "restored")
+    __slots__ = ("idle", "idle_at", "policy", "restored", "watermark")
 
-    def __init__(self, policy: WatermarkPolicy, now: int) -> None:
+    def __init__(self, policy: WatermarkPolicy, idle_at: int) -> None:
         self.policy = policy
-        self.last_event_at = now
+        self.idle_at = idle_at
+        """When the partition turns idle unless an event comes first (ms of the clock)."""
         self.idle = False
         self.restored = MIN_TIMESTAMP
         """The watermark a restore gave this partition: it never goes below it."""
+        self.watermark = MIN_TIMESTAMP
+        """The partition's watermark when last asked of its policy."""
 
-    def watermark(self) -> int:
-        return max(self.policy.current_watermark(), self.restored)
+    def refresh(self) -> int:
+        self.watermark = max(self.policy.current_watermark(), self.restored)
+        return self.watermark
 
 
 class EventTimeMapper:
     """The watermarks of one source processor over the partitions it reads (module docstring).
 
-    `on_event(partition, timestamp)` and `on_tick()` return what to emit before the event (or
-    now): nothing, a Watermark, or IDLE_MESSAGE. Emitted watermarks strictly increase.
+    `on_event(partition, timestamp, now)` and `on_tick()` return what to emit before the event
+    (or now): nothing, a Watermark, or IDLE_MESSAGE. Emitted watermarks strictly increase. As
+    in Jet, every call also marks the partitions quiet for the idle timeout idle, so a quiet
+    partition stops holding the watermark back even while others are busy. An event refreshes
+    its own partition's watermark; the others' are asked of their policies (which may move
+    with time) once per millisecond of the clock.
     """
 
     def __init__(self, policy: EventTimePolicy) -> None:
         self._policy = policy
         self._clock = policy.clock
+        self._timeout = policy.idle_timeout_ms if policy.idle_timeout_ms > 0 else None
+        self._throttle = policy.emission_policy.throttle_wm
         self._partitions: list[_Partition] = []
         self._last_emitted = MIN_TIMESTAMP
         self._idle_emitted = False
+        self._refreshed_at: int | None = None
 
     @property
     def partition_count(self) -> int:
         return len(self._partitions)
 
+    def now(self) -> int:
+        """The policy's clock (ms): what `on_event` takes as `now`."""
+        return self._clock()
+
     def add_partitions(self, count: int) -> None:
         """Adds `count` partitions at the end (indexes from the current count on)."""
-        now = self._clock()
-        self._partitions.extend(_Partition(self._policy.wm_policy(), now) for _ in range(count))
+        idle_at = self._idle_at(self._clock())
+        self._partitions.extend(_Partition(self._policy.wm_policy(), idle_at) for _ in range(count))
+        self._refreshed_at = None
+
+    def _idle_at(self, now: int) -> int:
+        return now + self._timeout if self._timeout is not None else _NEVER
 
     def watermark(self, partition: int) -> int:
         """Partition `partition`'s own watermark (saved in snapshots)."""
-        return self._partitions[partition].watermark()
+        return self._partitions[partition].refresh()
 
     def restore_watermark(self, partition: int, watermark: int) -> None:
         """Resumes partition `partition` from a saved watermark."""
         state = self._partitions[partition]
         state.restored = max(state.restored, watermark)
+        state.refresh()
 
-    def on_event(self, partition: int, timestamp: int) -> Watermark | None:
-        """Observes an event of `partition`; returns the watermark to emit before it, if any."""
+    def on_event(self, partition: int, timestamp: int, now: int | None = None) -> Watermark | None:
+        """Observes an event of `partition` at `now` (the clock's ms, read once per batch of
+        events by the caller, or here); returns the watermark to emit before it, if any."""
+        if now is None:
+            now = self._clock()
         state = self._partitions[partition]
+        before, was_idle = state.watermark, state.idle
         state.policy.report_event(timestamp)
-        state.last_event_at = self._clock()
-        if state.idle:
-            state.idle = False
+        state.idle_at = self._idle_at(now)
+        state.idle = False
         self._idle_emitted = False
-        return self._advance()
+        if state.refresh() == before and not was_idle and now == self._refreshed_at:
+            return None  # nothing _advance reads changed since it last ran: most events
+        return self._advance(now)
 
     def on_tick(self) -> Watermark | None:
-        """No event now: marks quiet partitions idle and returns what to emit, if anything."""
-        timeout = self._policy.idle_timeout_ms
-        if timeout > 0:
-            now = self._clock()
-            for state in self._partitions:
-                if not state.idle and now - state.last_event_at >= timeout:
-                    state.idle = True
-        if not self._partitions or all(state.idle for state in self._partitions):
-            if timeout == 0 and self._partitions:
-                return None
-            if self._idle_emitted:
-                return None
-            self._idle_emitted = True
-            return IDLE_MESSAGE
-        return self._advance()
-
-    def _advance(self) -> Watermark | None:
-        active = [state.watermark() for state in self._partitions if not state.idle]
-        if not active:
+        """No event now: marks quiet partitions idle and returns what to emit, if anything:
+        IDLE_MESSAGE once when every partition is idle (or the processor reads none)."""
+        self._refreshed_at = None
+        emitted = self._advance(self._clock())
+        if emitted is not None:
+            return emitted
+        partitions = self._partitions
+        idle = not partitions or all(state.idle for state in partitions)
+        if not idle or self._idle_emitted:
             return None
-        current = min(active)
-        throttled = self._policy.emission_policy.throttle_wm(current, self._last_emitted)
+        self._idle_emitted = True
+        return IDLE_MESSAGE
+
+    def _advance(self, now: int) -> Watermark | None:
+        """The lowest watermark of the partitions that are not idle, if the emission policy
+        lets it out above the last one emitted (quiet partitions marked idle first)."""
+        refresh = now != self._refreshed_at
+        self._refreshed_at = now
+        lowest = None
+        for state in self._partitions:
+            if state.idle:
+                continue
+            if now >= state.idle_at:
+                state.idle = True
+                continue
+            watermark = state.refresh() if refresh else state.watermark
+            if lowest is None or watermark < lowest:
+                lowest = watermark
+        if lowest is None:
+            return None
+        throttled = self._throttle(lowest, self._last_emitted)
         if throttled <= self._last_emitted:
             return None
         self._last_emitted = throttled
         return Watermark(throttled)
+
+
+_NEVER = 2**63 - 1
+"""The idle deadline of a mapper without idle timeout."""

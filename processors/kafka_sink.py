@@ -8,6 +8,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,7 +106,7 @@ class WriteKafkaP(AbstractProcessor):
             index = context.global_processor_index
             self._ids = [f"{base}-{index}-{k}" for k in (0, 1)]
             if not self._defer:
-                self._producers = [self._transactional_producer(i) for i in self._ids]
+                self._producers = self._transactional_producers(self._ids)
         else:
             producer_settings = client_settings(settings.properties, "producer")
             producer_settings.setdefault("enable.idempotence", True)
@@ -123,14 +124,28 @@ class WriteKafkaP(AbstractProcessor):
         if error.fatal() and self._fatal is None:
             self._fatal = error
 
-    def _transactional_producer(self, transactional_id: str) -> Any:
-        """A producer of `transactional_id`, its earlier incarnations fenced off (an open
-        transaction of theirs is aborted, a committing one completed)."""
-        producer_settings = client_settings(self._settings.properties, "producer")
-        producer_settings["transactional.id"] = transactional_id
-        producer = self._producer(producer_settings)
-        self._call(producer.init_transactions, 60, what=f"init_transactions({transactional_id})")
-        return producer
+    def _transactional_producers(self, transactional_ids: Sequence[str]) -> list[Any]:
+        """A producer of each of `transactional_ids`, its earlier incarnations fenced off (an
+        open transaction of theirs is aborted, a committing one completed). Their
+        `init_transactions` run at once, each a round trip to its transaction coordinator
+        that can wait for it: in turn, they delayed a job's first record by their sum."""
+        producers = []
+        for transactional_id in transactional_ids:
+            producer_settings = client_settings(self._settings.properties, "producer")
+            producer_settings["transactional.id"] = transactional_id
+            producers.append(self._producer(producer_settings))
+
+        def init(pair: tuple[Any, str]) -> None:
+            producer, transactional_id = pair
+            what = f"init_transactions({transactional_id})"
+            self._call(producer.init_transactions, 60, what=what)
+
+        if len(producers) == 1:
+            init((producers[0], transactional_ids[0]))
+        elif producers:
+            with ThreadPoolExecutor(len(producers), "jetspark-kafka-init") as pool:
+                list(pool.map(init, zip(producers, transactional_ids, strict=True)))
+        return producers
 
     def _call(self, method: Callable[..., Any], *args: Any, what: str) -> Any:
         """Calls a transactional method, retrying what librdkafka calls retriable and naming
@@ -352,7 +367,7 @@ class WriteKafkaP(AbstractProcessor):
         token = hashlib.sha256(f"{self._lineage}:{index}:last".encode()).hexdigest()[:32]
         records = tuple(self._epoch)
         last = _Prepared(self._ids[0], token, 0, self._scan_from, records)
-        self._producers = [self._transactional_producer(i) for i in self._ids]
+        self._producers = self._transactional_producers(self._ids)
         try:
             if not self._in_kafka(last):
                 self._republish([last])
@@ -435,15 +450,12 @@ class WriteKafkaP(AbstractProcessor):
         if not self._transactional:
             return True
         if self._defer:
-            self._producers = [self._transactional_producer(i) for i in self._ids]
+            self._producers = self._transactional_producers(self._ids)
         own = set(self._ids)
-        undecided: list[_Prepared] = []
-        for ids, prepared in self._adopted:
-            for old_id in ids:
-                if old_id not in own:  # fence an old processor's producers
-                    self._transactional_producer(old_id).flush(0)
-            if prepared is not None:
-                undecided.append(prepared)
+        undecided = [prepared for _, prepared in self._adopted if prepared is not None]
+        others = [i for ids, _ in self._adopted for i in ids if i not in own]
+        for fencing in self._transactional_producers(list(dict.fromkeys(others))):
+            fencing.flush(0)  # an old processor's producers, fenced by the init
         self._adopted = []
         lost = [p for p in undecided if not self._in_kafka(p)]
         if lost:
