@@ -272,7 +272,9 @@ def wait_for_results(broker: Any, topic: str, expected: list[str], job: Any = No
         time.sleep(0.5)
 
 
-def windowed_pipeline(broker: Any, source_topic: str, sink_topic: str) -> Any:
+def windowed_pipeline(
+    broker: Any, source_topic: str, sink_topic: str, idle_timeout: int = 60_000
+) -> Any:
     """windowed_dag's job in the Pipeline API: the same result records."""
     from jetspark.core.pipeline import KafkaSinks, KafkaSources, Pipeline, WindowDefinition
 
@@ -280,7 +282,7 @@ def windowed_pipeline(broker: Any, source_topic: str, sink_topic: str) -> Any:
     numbers = p.draw_from(
         KafkaSources.kafka(properties(broker), source_topic, projection_fn=number_value)
     )
-    windows = numbers.add_timestamps(_number, 0).grouping_key(_key)
+    windows = numbers.add_timestamps(_number, 0, idle_timeout).grouping_key(_key)
     windows.window(WindowDefinition.tumbling(WINDOW)).aggregate(counting()).drain_to(
         KafkaSinks.kafka(properties(broker), sink_topic, _entry_key, _entry_value)
     )

@@ -127,3 +127,21 @@ def test_the_pipeline_form_puts_timestamps_into_the_source_and_gives_the_core_jo
         finally:
             job.cancel()
     assert results[pipeline_sink] == results[core_sink] == expected
+
+
+def test_a_partition_without_records_is_marked_idle_in_the_pipelines_source(kafka_broker):
+    """Every record in partition 0 of 2, one source processor reading both: partition 1 turns
+    idle after the pipeline's idle_timeout, and every window closes on partition 0's watermark
+    alone (without it, none would ever close)."""
+    source, sink = topic_name("in"), topic_name("out")
+    kafka_broker.create_topic(source, 2)
+    kafka_broker.create_topic(sink, 1)
+    produce_numbers(kafka_broker, source, range(0, 2000, 2), partitions=2)  # all even: p0
+    produce_numbers(kafka_broker, source, range(5000, 5001), partitions=2)
+    pipeline = windowed_pipeline(kafka_broker, source, sink, idle_timeout=200)
+    job = LocalEngine().new_job(pipeline, EXACTLY_ONCE)
+    expected = expected_window_results(range(0, 2000, 2))
+    try:
+        assert wait_for_results(kafka_broker, sink, expected, job) == expected
+    finally:
+        job.cancel()

@@ -39,6 +39,10 @@ class Pipeline:
             return BatchStage(self, transform)
         return StreamStage(self, transform)
 
+    def read_from(self, source: Source) -> BatchStage | StreamStage:
+        """Jet 4's name of `draw_from`: the same stage."""
+        return self.draw_from(source)
+
     def register(self, transform: Transform) -> None:
         """Adds a transform a stage created (stages call it)."""
         self._transforms.append(transform)
@@ -62,6 +66,10 @@ class Pipeline:
         for stage in stages[1:]:
             merged = merged.merge(stage)
         return merged.drain_to(sink)
+
+    def write_to(self, sink: Sink, *stages: ComputeStage) -> SinkStage:
+        """Jet 4's name of `drain_to`: the same sink stage."""
+        return self.drain_to(sink, *stages)
 
     def to_dot(self) -> str:
         """The planned DAG in Graphviz's dot language (`DAG.to_dot`)."""

@@ -34,8 +34,10 @@ from jetspark.core.pipeline.transforms import (
 )
 from jetspark.core.pipeline.windows import WindowDefinition, WindowKind
 from jetspark.processors.aggregate import AggregateOperation, co_aggregate, pick_any
+from jetspark.processors.event_time import DEFAULT_IDLE_TIMEOUT_MS
 from jetspark.processors.functions import entry, whole_item
 from jetspark.processors.transforms import ContextFactory
+from jetspark.processors.watermark_policies import wall_clock_ms
 
 if TYPE_CHECKING:
     from jetspark.core.pipeline.pipeline import Pipeline
@@ -231,24 +233,62 @@ class ComputeStage(Stage, abc.ABC):
         clauses = [clause for _, clause in pairs]
         return self._then(HashJoinTransform(upstream, clauses, output_fn))
 
-    def add_timestamps(self, timestamp_fn: Callable[[Any], int], allowed_lag: int) -> StreamStage:
+    def add_timestamps(
+        self,
+        timestamp_fn: Callable[[Any], int],
+        allowed_lag: int,
+        idle_timeout: int = DEFAULT_IDLE_TIMEOUT_MS,
+    ) -> StreamStage:
         """Gives each item the event timestamp `timestamp_fn(item)` and inserts watermarks that
-        let items lag up to `allowed_lag` behind the highest timestamp; windows need it. On a
-        batch stage (as in Jet 0.7) the result is a stream stage that ends with its source, its
-        last windows emitted then."""
+        let items lag up to `allowed_lag` behind the highest timestamp; windows need it. A
+        processor (or, in a partitioned source such as Kafka's, a partition) without items for
+        `idle_timeout` ms is marked idle and stops holding the watermark back (0: never; Jet's
+        default, 60 s). On a batch stage (as in Jet 0.7) the result is a stream stage that ends
+        with its source, its last windows emitted then."""
         _check_callable(timestamp_fn, "add_timestamps", self.name)
-        if not isinstance(allowed_lag, int) or allowed_lag < 0:
-            raise ValueError(
-                f"stage '{self.name}': allowed_lag must be an int >= 0, got {allowed_lag!r}"
-            )
-        timestamped = TimestampTransform(self.transform, timestamp_fn, allowed_lag)
+        for setting, value in (("allowed_lag", allowed_lag), ("idle_timeout", idle_timeout)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(
+                    f"stage '{self.name}': {setting} must be an int >= 0 (milliseconds), "
+                    f"got {value!r}"
+                )
+        timestamped = TimestampTransform(self.transform, timestamp_fn, allowed_lag, idle_timeout)
         self.pipeline.register(timestamped)
         return StreamStage(self.pipeline, timestamped)
+
+    def with_timestamps(
+        self,
+        timestamp_fn: Callable[[Any], int],
+        allowed_lag: int,
+        idle_timeout: int = DEFAULT_IDLE_TIMEOUT_MS,
+    ) -> StreamStage:
+        """Jet 4's name of `add_timestamps`: the same stage."""
+        return self.add_timestamps(timestamp_fn, allowed_lag, idle_timeout)
+
+    def with_ingestion_timestamps(self) -> StreamStage:
+        """Jet 4's `withIngestionTimestamps()`: each item's timestamp is the wall clock (epoch
+        ms) when the stage sees it, with no lag. Not replayable: a restored job stamps the
+        items it reads again with the new time."""
+        return self.add_timestamps(_ingestion_time, 0)
+
+    def without_timestamps(self: _S) -> _S:
+        """Jet 4's `withoutTimestamps()`: this stage, whose items have no event time (windows
+        then need `add_timestamps`)."""
+        if self.transform.timestamped:
+            raise DagValidationError(
+                f"stage '{self.name}': its items already have timestamps; without_timestamps() "
+                "applies to a stage that has none (drop the add_timestamps instead)"
+            )
+        return self
 
     def custom_transform(self: _S, name: str, processor_supplier: Any) -> _S:
         """A vertex running any Core API processor on this stage's items (as the user sees
         them: a timestamped stream's processor gets the items, not the events)."""
         return self._then(CustomTransform(self._payloads(), name, processor_supplier))
+
+    def write_to(self, sink: Sink) -> SinkStage:
+        """Jet 4's name of `drain_to`: the same sink stage."""
+        return self.drain_to(sink)
 
     def drain_to(self, sink: Sink) -> SinkStage:
         """Sends every item to `sink`; a sink object drains one stage only."""
@@ -734,6 +774,11 @@ class AggregateBuilder1(_CoAggregationBuilder):
 
 def _name_of(stage: Any) -> str:
     return getattr(stage, "name", None) or stage.stage.name
+
+
+def _ingestion_time(item: Any) -> int:
+    """The wall clock in epoch milliseconds: `with_ingestion_timestamps`' timestamp."""
+    return wall_clock_ms()
 
 
 def _check_callable(fn: Any, operation: str, stage: str) -> None:

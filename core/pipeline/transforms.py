@@ -28,7 +28,7 @@ from jetspark.processors.aggregation import (
     aggregate_by_key_p,
     combine_by_key_p,
 )
-from jetspark.processors.event_time import EventTimePolicy
+from jetspark.processors.event_time import DEFAULT_IDLE_TIMEOUT_MS, EventTimePolicy
 from jetspark.processors.events import JetEvent, event_timestamp
 from jetspark.processors.functions import PerOrdinal, entry_key
 from jetspark.processors.hash_join import hash_join_collect_p, hash_join_p
@@ -117,7 +117,10 @@ class SourceTransform(Transform):
         if timestamps is not None:
             assert self.source.with_event_time is not None
             policy = EventTimePolicy(
-                timestamps.timestamp_fn, limiting_lag(timestamps.lag), planner.emission_policy
+                timestamps.timestamp_fn,
+                limiting_lag(timestamps.lag),
+                planner.emission_policy,
+                timestamps.idle_timeout,
             )
             supplier = self.source.with_event_time(policy)
         vertex = planner.add_vertex(self, self.name, supplier, self.local_parallelism)
@@ -127,7 +130,10 @@ class SourceTransform(Transform):
                 setattr(vertex.meta_supplier, marker, value)
         if self.source.timestamped:
             watermarks = insert_watermarks_p(
-                event_timestamp, limiting_lag(self.source.allowed_lag), planner.emission_policy
+                event_timestamp,
+                limiting_lag(self.source.allowed_lag),
+                planner.emission_policy,
+                DEFAULT_IDLE_TIMEOUT_MS,
             )
             inserter = planner.add_vertex(
                 self,
@@ -160,10 +166,17 @@ class TimestampTransform(Transform):
 
     default_name = "add-timestamps"
 
-    def __init__(self, upstream: Transform, timestamp_fn: Callable[[Any], int], lag: int) -> None:
+    def __init__(
+        self,
+        upstream: Transform,
+        timestamp_fn: Callable[[Any], int],
+        lag: int,
+        idle_timeout: int = DEFAULT_IDLE_TIMEOUT_MS,
+    ) -> None:
         super().__init__((upstream,), timestamped=True)
         self.timestamp_fn = timestamp_fn
         self.lag = lag
+        self.idle_timeout = idle_timeout
 
     def emits_events(self, planner: Planner) -> bool:
         return planner.events(self.upstream[0]) or not all(
@@ -182,7 +195,7 @@ class TimestampTransform(Transform):
             return
         if not planner.events(self):
             watermarks = insert_watermarks_p(
-                timestamp, limiting_lag(self.lag), planner.emission_policy
+                timestamp, limiting_lag(self.lag), planner.emission_policy, self.idle_timeout
             )
             vertex = planner.add_vertex(self, name, watermarks, parallelism)
             planner.connect(self, vertex, lambda edge, _: edge.isolated())
@@ -190,7 +203,7 @@ class TimestampTransform(Transform):
         stamp = planner.dag.new_vertex(f"{name}-stamp", map_p(_Stamp(timestamp)), parallelism)
         planner.connect(self, stamp, lambda edge, _: edge.isolated())
         watermarks = insert_watermarks_p(
-            event_timestamp, limiting_lag(self.lag), planner.emission_policy
+            event_timestamp, limiting_lag(self.lag), planner.emission_policy, self.idle_timeout
         )
         vertex = planner.add_vertex(self, name, watermarks, parallelism)
         planner.dag.edge(Edge.between(stamp, vertex).isolated())
