@@ -7,7 +7,9 @@ while the job runs are read too), or `item_fn(offset)`, a pure function giving t
 offset (an endless event stream that is the same on every replay). Like Jet's event journal it
 is split into `partition_count` journal partitions: offset n is in partition n % partition_count,
 and processor i of a vertex with total parallelism T reads the partitions p with p % T == i,
-in offset order. None items are skipped.
+in offset order. A list's None items are skipped; an endless `item_fn` returning None means that
+the offset's item is not there yet: the source emits nothing further for now and asks again at
+its next call, so the function can follow a feed that grows (and the loop never spins on it).
 
 Snapshot: every processor saves the next offset of each partition it reads, under the broadcast
 key `("journal_offset", partition_count, p)`; a restored processor takes the offsets of the
@@ -43,6 +45,9 @@ ItemFn = Callable[[int], Any]
 class _Journal(Protocol):
     """Where the items come from."""
 
+    waits_on_none: bool
+    """True when a None item means "not there yet" rather than "skip this offset"."""
+
     def read(self, context: Context) -> tuple[float, Callable[[int], Any]]:
         """How many offsets can be read now, and the function giving the item at an offset."""
         ...
@@ -53,6 +58,7 @@ class _ListJournal:
     """The engine's named list; its current length bounds what can be read now."""
 
     name: str
+    waits_on_none = False
 
     def read(self, context: Context) -> tuple[float, Callable[[int], Any]]:
         items = engine_stores(context).get_list(self.name)
@@ -65,6 +71,10 @@ class _FunctionJournal:
 
     item_fn: ItemFn
     count: int | None
+
+    @property
+    def waits_on_none(self) -> bool:
+        return self.count is None
 
     def read(self, context: Context) -> tuple[float, Callable[[int], Any]]:
         return (float("inf") if self.count is None else self.count), self.item_fn
@@ -106,12 +116,16 @@ class JournalSourceP(AbstractProcessor):
         step = self._partition_count
         next_offsets = self._next
         offer = self.outbox.offer
+        waits_on_none = self._journal.waits_on_none
         while True:
             offset, partition = heap[0]
             if offset >= length:
                 return self._bounded
             item = item_at(offset)
-            if item is not None and not offer(item):
+            if item is None:
+                if waits_on_none:
+                    return False  # not there yet: asked again at the next call
+            elif not offer(item):
                 return False
             next_offsets[partition] = offset + step
             heapq.heapreplace(heap, (offset + step, partition))
@@ -178,7 +192,8 @@ def stream_journal_p(
     journal: str | ItemFn, *, partition_count: int = DEFAULT_JOURNAL_PARTITIONS
 ) -> ProcessorFn:
     """An unbounded replayable source: the engine's named list `journal`, polled for items
-    appended to it, or `journal(offset)` for every offset; it runs until the job is cancelled.
+    appended to it, or `journal(offset)` for every offset (None: not there yet, asked again
+    later); it runs until the job is cancelled.
     """
     _check_partitions(partition_count)
     source = _journal_of(journal, None)

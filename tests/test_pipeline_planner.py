@@ -511,7 +511,7 @@ def test_pipeline_drain_to_merges_stages_and_peek_filters_what_it_logs(
     engine.get_list("a").extend([1, 2])
     engine.get_list("b").extend([3])
     p = Pipeline.create()
-    a = p.draw_from(Sources.list("a")).peek(lambda n: f"n={n}", lambda n: n > 1).set_name("a+")
+    a = p.draw_from(Sources.list("a")).peek(lambda n: n > 1, lambda n: f"n={n}").set_name("a+")
     p.drain_to(Sinks.list("both"), a, p.draw_from(Sources.list("b")))
     with caplog.at_level("INFO", logger="jetspark"):
         engine.new_job(p).join(60)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import abc
 import logging
+import math
+import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -46,7 +48,25 @@ _S = TypeVar("_S", bound="ComputeStage")
 """The kind of stage an operation returns: a batch stage's give batch stages, and so on."""
 
 
-class Stage:
+class _NamesTheKindsThatHaveIt:
+    """A method this kind of stage lacks is refused naming the kinds that have it (for users
+    without a type checker; a type checker sees no `__getattr__` and flags the call itself)."""
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_"):
+                raise AttributeError(name)
+            kind = type(self).__name__
+            having = [k.__name__ for k in _STAGE_KINDS if hasattr(k, name)]
+            if not having:
+                raise AttributeError(f"{kind!r} object has no attribute {name!r}")
+            verb = "has" if len(having) == 1 else "have"
+            hint = _WHERE_FROM.get((kind, name), "")
+            raise AttributeError(f"a {kind} has no {name}(); {', '.join(having)} {verb} it{hint}")
+
+
+class Stage(_NamesTheKindsThatHaveIt):
     """What every stage has: its pipeline, name and local parallelism."""
 
     def __init__(self, pipeline: Pipeline, transform: Transform) -> None:
@@ -109,11 +129,22 @@ class ComputeStage(Stage, abc.ABC):
 
     def peek(
         self: _S,
+        *functions: Callable[[Any], Any],
         to_string_fn: Callable[[Any], str] | None = None,
         should_log_fn: Callable[[Any], bool] | None = None,
     ) -> _S:
         """Logs each item (`to_string_fn(item)`, else `str`) at INFO as it passes; with
-        `should_log_fn`, only the items it accepts."""
+        `should_log_fn`, only the items it accepts. Jet's forms: `peek()`,
+        `peek(to_string_fn)`, `peek(should_log_fn, to_string_fn)`; or by keyword."""
+        if len(functions) > 2 or (functions and (to_string_fn or should_log_fn)):
+            raise TypeError(
+                f"stage '{self.name}': peek takes peek(), peek(to_string_fn), "
+                "peek(should_log_fn, to_string_fn), or the functions by keyword"
+            )
+        if len(functions) == 2:
+            should_log_fn, to_string_fn = functions
+        elif functions:
+            to_string_fn = functions[0]
         to_string = str if to_string_fn is None else to_string_fn
         _check_callable(to_string, "peek", self.name)
         if should_log_fn is not None:
@@ -243,8 +274,10 @@ class ComputeStage(Stage, abc.ABC):
         let items lag up to `allowed_lag` behind the highest timestamp; windows need it. A
         processor (or, in a partitioned source such as Kafka's, a partition) without items for
         `idle_timeout` ms is marked idle and stops holding the watermark back (0: never; Jet's
-        default, 60 s). On a batch stage (as in Jet 0.7) the result is a stream stage that ends
-        with its source, its last windows emitted then."""
+        default, 60 s). Timestamps are int milliseconds (Jet's long): a float one is floored,
+        anything else fails the job naming the stage and the item. On a batch stage (as in Jet
+        0.7) the result is a stream stage that ends with its source, its last windows emitted
+        then."""
         _check_callable(timestamp_fn, "add_timestamps", self.name)
         for setting, value in (("allowed_lag", allowed_lag), ("idle_timeout", idle_timeout)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -252,7 +285,8 @@ class ComputeStage(Stage, abc.ABC):
                     f"stage '{self.name}': {setting} must be an int >= 0 (milliseconds), "
                     f"got {value!r}"
                 )
-        timestamped = TimestampTransform(self.transform, timestamp_fn, allowed_lag, idle_timeout)
+        millis = _Millis(timestamp_fn, self.name)
+        timestamped = TimestampTransform(self.transform, millis, allowed_lag, idle_timeout)
         self.pipeline.register(timestamped)
         return StreamStage(self.pipeline, timestamped)
 
@@ -422,7 +456,7 @@ class StreamStage(ComputeStage):
         )
 
 
-class StageWithKey(Generic[_S]):
+class StageWithKey(_NamesTheKindsThatHaveIt, Generic[_S]):
     """A stage grouped by a key: keyed aggregation, distinct, rolling aggregates, lookups."""
 
     def __init__(self, stage: _S, key_fn: Callable[[Any], Any]) -> None:
@@ -542,7 +576,7 @@ class StreamStageWithKey(StageWithKey["StreamStage"]):
         return self.stage.aggregate()
 
 
-class _Windowed(_CoAggregating):
+class _Windowed(_NamesTheKindsThatHaveIt, _CoAggregating):
     """What both windowed stages share: `aggregate2`, `aggregate3` and the builder, planned
     into one WindowTransform over the stages' inputs."""
 
@@ -774,6 +808,50 @@ class AggregateBuilder1(_CoAggregationBuilder):
 
 def _name_of(stage: Any) -> str:
     return getattr(stage, "name", None) or stage.stage.name
+
+
+_STAGE_KINDS = (
+    BatchStage,
+    StreamStage,
+    BatchStageWithKey,
+    StreamStageWithKey,
+    StageWithWindow,
+    StageWithKeyAndWindow,
+    SinkStage,
+)
+_WHERE_FROM = {
+    ("BatchStage", "window"): " (add_timestamps(...) gives a StreamStage)",
+    ("BatchStageWithKey", "window"): " (add_timestamps(...) before grouping_key gives one)",
+    **{
+        (keyed, method): f" ({method} before grouping_key(...))"
+        for keyed in ("BatchStageWithKey", "StreamStageWithKey")
+        for method in ("map", "filter", "flat_map", "peek")
+    },
+}
+"""(kind, method) -> how to reach a kind that has the method, where one step does it."""
+
+
+@dataclass(frozen=True)
+class _Millis:
+    """A stage's `timestamp_fn` giving int milliseconds: ints (numpy's too) as they are, a
+    finite float floored, anything else refused naming the stage and the item."""
+
+    timestamp_fn: Callable[[Any], Any]
+    stage: str
+
+    def __call__(self, item: Any) -> int:
+        timestamp = self.timestamp_fn(item)
+        if type(timestamp) is int:
+            return timestamp
+        if isinstance(timestamp, numbers.Integral) and not isinstance(timestamp, bool):
+            return int(timestamp)
+        if isinstance(timestamp, float) and math.isfinite(timestamp):
+            return math.floor(timestamp)
+        raise TypeError(
+            f"stage '{self.stage}': timestamp_fn gave {type(timestamp).__name__} "
+            f"{timestamp!r} for the item {item!r}; a timestamp is int milliseconds (a float "
+            "is floored)"
+        )
 
 
 def _ingestion_time(item: Any) -> int:

@@ -123,7 +123,8 @@ class SourceTransform(Transform):
                 timestamps.idle_timeout,
             )
             supplier = self.source.with_event_time(policy)
-        vertex = planner.add_vertex(self, self.name, supplier, self.local_parallelism)
+        name = planner.unique_name(self.name)  # a source drawn twice: two vertices
+        vertex = planner.add_vertex(self, name, supplier, self.local_parallelism)
         for marker in ("replayable", "kind"):
             value = getattr(self.source.supplier, marker, None)
             if value is not None:
@@ -137,7 +138,7 @@ class SourceTransform(Transform):
             )
             inserter = planner.add_vertex(
                 self,
-                planner.unique_name(f"{self.name}-watermarks"),
+                planner.unique_name(f"{name}-watermarks"),
                 watermarks,
                 self.local_parallelism,
             )

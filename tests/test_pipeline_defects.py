@@ -1,0 +1,122 @@
+"""The Pipeline API review's defects (issue #43), each as its reproduction: a source drawn
+twice, peek's argument order, float timestamps, a method a stage kind lacks, and an endless
+journal function that has nothing yet."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from jetspark.core import JobCancelledError, JobFailedError, LocalEngine
+from jetspark.core.pipeline import Pipeline, Sinks, Sources, WindowDefinition
+from jetspark.processors.aggregate import counting
+
+PATIENCE_SECONDS = 120.0
+"""How long a test waits for a stream job's items (a failure bound, not a speed claim)."""
+
+
+def test_one_source_drawn_twice_gives_two_vertices_and_every_item_twice() -> None:
+    engine = LocalEngine()
+    engine.get_list("xs")[:] = [1, 2, 3]
+    p = Pipeline.create()
+    source = Sources.list("xs")
+    first, second = p.draw_from(source), p.draw_from(Sources.list("xs"))
+    p.drain_to(Sinks.list("out"), first, second, p.draw_from(source))
+    names = [v.name for v in p.to_dag().vertices()]
+    assert [n for n in names if n.startswith("listSource")] == [
+        "listSource(xs)",
+        "listSource(xs)-2",
+        "listSource(xs)-3",
+    ]
+    engine.new_job(p).join(60)
+    assert sorted(engine.get_list("out")) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+
+
+def test_peek_takes_jets_argument_order(caplog: Any) -> None:
+    engine = LocalEngine()
+    engine.get_list("xs")[:] = [1, 2, 3]
+    p = Pipeline.create()
+    numbers = p.draw_from(Sources.list("xs"))
+    numbers.peek(lambda n: n != 2, lambda n: f"odd {n}").peek(lambda n: f"any {n}").drain_to(
+        Sinks.list("out")
+    )
+    with caplog.at_level("INFO", logger="jetspark"):
+        engine.new_job(p).join(60)
+    logged = sorted(r.getMessage() for r in caplog.records if "Output forwarded" in r.getMessage())
+    assert logged == [
+        f"Output forwarded: {text}"
+        for text in sorted(["odd 1", "odd 3", "any 1", "any 2", "any 3"])
+    ]
+
+
+def test_peek_with_three_functions_is_refused_naming_the_forms() -> None:
+    stage = Pipeline.create().draw_from(Sources.list("xs"))
+    with pytest.raises(TypeError, match=r"peek\(should_log_fn, to_string_fn\)"):
+        stage.peek(str, str, str)
+
+
+def _float_time(item: float) -> float:
+    return item
+
+
+def test_float_timestamps_are_floored_to_milliseconds() -> None:
+    engine = LocalEngine()
+    engine.get_list("xs")[:] = [0.5, 9.99, 10.0, 25.5]
+    p = Pipeline.create()
+    stamped = p.draw_from(Sources.list("xs")).add_timestamps(_float_time, 100)
+    stamped.window(WindowDefinition.tumbling(10)).aggregate(counting()).drain_to(
+        Sinks.list("counts")
+    )
+    engine.new_job(p).join(60)
+    assert sorted(engine.get_list("counts")) == [(10, 2), (20, 1), (30, 1)]
+
+
+def test_a_timestamp_of_another_type_fails_naming_the_stage_and_the_item() -> None:
+    engine = LocalEngine()
+    engine.get_list("xs")[:] = ["noon"]
+    p = Pipeline.create()
+    stamped = p.draw_from(Sources.list("xs")).add_timestamps(_float_time, 0)
+    stamped.window(WindowDefinition.tumbling(10)).aggregate(counting()).drain_to(
+        Sinks.list("counts")
+    )
+    with pytest.raises(JobFailedError, match=r"stage 'listSource\(xs\)': timestamp_fn gave str"):
+        engine.new_job(p).join(60)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda b: b.window, r"a BatchStage has no window\(\); StreamStage, StreamStageWithKey"),
+        (lambda b: b.grouping_key(str).map, r"BatchStageWithKey has no map\(\).*before grouping"),
+        (lambda b: b.frobnicate, r"'BatchStage' object has no attribute 'frobnicate'"),
+    ],
+)
+def test_a_method_the_stage_kind_lacks_names_the_kinds_that_have_it(
+    build: Any, message: str
+) -> None:
+    stage = Pipeline.create().draw_from(Sources.list("xs"))
+    with pytest.raises(AttributeError, match=message):
+        build(stage)
+
+
+def _first_ten(offset: int) -> int | None:
+    return offset if offset < 10 else None
+
+
+def test_an_endless_journal_function_with_nothing_yet_leaves_the_loop_free() -> None:
+    """Nothing at offset 10 and after: the source emits 0-9, then waits without spinning, so
+    the job's cancel ends it (it hung in complete() before)."""
+    engine = LocalEngine()
+    p = Pipeline.create()
+    p.draw_from(Sources.stream_journal(_first_ten)).drain_to(Sinks.list("out"))
+    job = engine.new_job(p)
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while len(engine.get_list("out")) < 10:
+        assert time.monotonic() < deadline and not job.status.is_terminal, job.status
+        time.sleep(0.02)
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(PATIENCE_SECONDS)
+    assert sorted(engine.get_list("out")) == list(range(10))
