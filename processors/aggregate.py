@@ -9,10 +9,11 @@ keep going); `finish(acc)` gives the final result and may hand out the accumulat
 
 from __future__ import annotations
 
+import heapq
 import math
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jetspark.processors.functions import PerOrdinal, whole_item
@@ -562,6 +563,79 @@ def aggregate_operation3(
     return co_aggregate((op0, op1, op2), whole_item if finish_fn is None else _Spread(finish_fn))
 
 
+def top_n(n: int, key_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+    """The `n` items with the greatest `key_fn(item)`, greatest first (Jet's `topN`); on equal
+    keys the item seen first is kept and listed first. No deduct."""
+    return _ranking(n, key_fn, least=False)
+
+
+def bottom_n(n: int, key_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+    """The `n` items with the least `key_fn(item)`, least first (Jet's `bottomN`); on equal
+    keys the item seen first is kept and listed first. No deduct."""
+    return _ranking(n, key_fn, least=True)
+
+
+def sorting(key_fn: Callable[[Any], Any] = whole_item, reverse: bool = False) -> AggregateOperation:
+    """All items in a list sorted by `key_fn(item)` (stable; descending with `reverse`), Jet's
+    `sorting(comparator)`."""
+    order = _Sorting(key_fn, reverse)
+    return (
+        AggregateOperation.with_create(list)
+        .and_accumulate(_append)
+        .and_combine(_extend)
+        .and_export(order.sorted_copy)
+        .and_finish(order.in_place)
+    )
+
+
+def grouping_by(
+    key_fn: Callable[[Any], Any], downstream: AggregateOperation | None = None
+) -> AggregateOperation:
+    """A dict of `key_fn(item) -> downstream's result over the items of that key`; `downstream`
+    defaults to `to_list()` (Jet's `groupingBy`). Combine and deduct are available when
+    `downstream` has them; a deduct drops the keys whose items were all deducted."""
+    downstream = to_list() if downstream is None else downstream
+    check_one_input(downstream, "grouping_by()")
+    groups = _Groups(key_fn, downstream)
+    builder = AggregateOperation.with_create(dict).and_accumulate(groups)
+    if downstream.combine_fn is not None:
+        builder = builder.and_combine(groups.combine)
+    if downstream.deduct_fn is not None:
+        builder = builder.and_deduct(groups.deduct)
+    return builder.and_export(groups.export).and_finish(groups.finish)
+
+
+def concatenating(delimiter: str = "", prefix: str = "", suffix: str = "") -> AggregateOperation:
+    """The str items joined by `delimiter` between `prefix` and `suffix` (Jet's
+    `concatenating`): empty items add nothing, not even a delimiter; no items give
+    `prefix + suffix`. No deduct."""
+    for name, text in (("delimiter", delimiter), ("prefix", prefix), ("suffix", suffix)):
+        if not isinstance(text, str):
+            raise TypeError(f"concatenating(): {name} must be a str, got {type(text).__name__}")
+    return (
+        AggregateOperation.with_create(list)
+        .and_accumulate(_add_text)
+        .and_combine(_extend)
+        .and_export_finish(_Joining(delimiter, prefix, suffix))
+    )
+
+
+def to_collection(create_collection_fn: Callable[[], Any]) -> AggregateOperation:
+    """The items added to a collection `create_collection_fn()` makes (Jet's `toCollection`):
+    by its `add` (a set) or else its `append` (a list, a deque). Export gives a new collection
+    of the same items, finish the accumulated one."""
+    if not callable(create_collection_fn):
+        kind = type(create_collection_fn).__name__
+        raise TypeError(f"to_collection() takes a function that creates a collection, got {kind}")
+    return (
+        AggregateOperation.with_create(create_collection_fn)
+        .and_accumulate(_collect)
+        .and_combine(_collect_all)
+        .and_export(_CollectionCopy(create_collection_fn))
+        .and_finish(whole_item)
+    )
+
+
 @dataclass(frozen=True)
 class _MergeValues:
     """Puts a value under its key, merging it with a value already there by `merge_fn`."""
@@ -658,3 +732,178 @@ class _Spread:
 
     def __call__(self, results: tuple[Any, ...]) -> Any:
         return self.fn(*results)
+
+
+def check_one_input(operation: AggregateOperation, where: str) -> None:
+    if operation.arity > 1:
+        raise ValueError(f"{where} takes an AggregateOperation of one input")
+
+
+@dataclass
+class _Ranked:
+    """top_n's and bottom_n's accumulator: a heap of `(rank, -arrival, item)` entries, the
+    first one to give way at its root, and the count of items offered so far."""
+
+    entries: list[tuple[Any, int, Any]] = field(default_factory=list)
+    arrivals: int = 0
+
+
+@dataclass(frozen=True)
+class _Reversed:
+    """A key that orders the other way round: bottom_n ranks by it."""
+
+    key: Any
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return bool(other.key < self.key)
+
+
+def _ranking(n: int, key_fn: Callable[[Any], Any], least: bool) -> AggregateOperation:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    ranking = _Ranking(n, key_fn, least)
+    return (
+        AggregateOperation.with_create(_Ranked)
+        .and_accumulate(ranking)
+        .and_combine(ranking.combine)
+        .and_export_finish(_best_first)
+    )
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """Keeps the `n` items of the greatest keys (`least`: the least) in a `_Ranked`; an item
+    displaces the worst kept one only when its key is strictly better."""
+
+    n: int
+    key_fn: Callable[[Any], Any]
+    least: bool
+
+    def __call__(self, acc: _Ranked, item: Any) -> _Ranked:
+        key = self.key_fn(item)
+        self._offer(acc, _Reversed(key) if self.least else key, item)
+        return acc
+
+    def combine(self, acc: _Ranked, other: _Ranked) -> _Ranked:
+        """Offers `other`'s items to `acc` in their order of arrival, after `acc`'s own."""
+        for rank, _, item in sorted(other.entries, key=operator.itemgetter(1), reverse=True):
+            self._offer(acc, rank, item)
+        return acc
+
+    def _offer(self, acc: _Ranked, rank: Any, item: Any) -> None:
+        entry = (rank, -acc.arrivals, item)
+        acc.arrivals += 1
+        if len(acc.entries) < self.n:
+            heapq.heappush(acc.entries, entry)
+        elif acc.entries[0] < entry:
+            heapq.heapreplace(acc.entries, entry)
+
+
+def _best_first(acc: _Ranked) -> list[Any]:
+    return [item for _, _, item in sorted(acc.entries, reverse=True)]
+
+
+@dataclass(frozen=True)
+class _Sorting:
+    key_fn: Callable[[Any], Any]
+    reverse: bool
+
+    def sorted_copy(self, acc: list[Any]) -> list[Any]:
+        return sorted(acc, key=self.key_fn, reverse=self.reverse)
+
+    def in_place(self, acc: list[Any]) -> list[Any]:
+        acc.sort(key=self.key_fn, reverse=self.reverse)
+        return acc
+
+
+_KeyedAccs = dict[Any, list[Any]]
+"""grouping_by's accumulator: `key -> [item count, downstream accumulator]`."""
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """grouping_by's primitives; a key's item count tells a deduct when it has no items left."""
+
+    key_fn: Callable[[Any], Any]
+    downstream: AggregateOperation
+
+    def __call__(self, acc: _KeyedAccs, item: Any) -> _KeyedAccs:
+        slot = self._slot(acc, self.key_fn(item))
+        slot[0] += 1
+        slot[1] = self.downstream.accumulate_fn()(slot[1], item)
+        return acc
+
+    def combine(self, acc: _KeyedAccs, other: _KeyedAccs) -> _KeyedAccs:
+        combine = self.downstream.combine_fn
+        assert combine is not None
+        for key, (count, other_acc) in other.items():
+            slot = self._slot(acc, key)
+            slot[0] += count
+            slot[1] = combine(slot[1], other_acc)
+        return acc
+
+    def deduct(self, acc: _KeyedAccs, other: _KeyedAccs) -> _KeyedAccs:
+        deduct = self.downstream.deduct_fn
+        assert deduct is not None
+        for key, (count, other_acc) in other.items():
+            slot = acc[key]
+            slot[0] -= count
+            if slot[0]:
+                slot[1] = deduct(slot[1], other_acc)
+            else:
+                del acc[key]
+        return acc
+
+    def export(self, acc: _KeyedAccs) -> dict[Any, Any]:
+        export = self.downstream.export_fn
+        return {key: export(key_acc) for key, (_, key_acc) in acc.items()}
+
+    def finish(self, acc: _KeyedAccs) -> dict[Any, Any]:
+        finish = self.downstream.finish_fn
+        return {key: finish(key_acc) for key, (_, key_acc) in acc.items()}
+
+    def _slot(self, acc: _KeyedAccs, key: Any) -> list[Any]:
+        """The key's `[count, accumulator]`, a fresh one (never `other`'s) if it had none."""
+        slot = acc.get(key)
+        if slot is None:
+            slot = acc[key] = [0, self.downstream.create_fn()]
+        return slot
+
+
+def _add_text(acc: list[str], item: str) -> list[str]:
+    if not isinstance(item, str):
+        raise TypeError(f"concatenating() takes str items, got {type(item).__name__}")
+    if item:
+        acc.append(item)
+    return acc
+
+
+@dataclass(frozen=True)
+class _Joining:
+    delimiter: str
+    prefix: str
+    suffix: str
+
+    def __call__(self, acc: list[str]) -> str:
+        return f"{self.prefix}{self.delimiter.join(acc)}{self.suffix}"
+
+
+def _collect(acc: Any, item: Any) -> Any:
+    """Adds `item` to the collection `acc`: `acc.add(item)`, or `acc.append(item)` without one."""
+    add = getattr(acc, "add", None)
+    (acc.append if add is None else add)(item)
+    return acc
+
+
+def _collect_all(acc: Any, other: Any) -> Any:
+    for item in other:
+        _collect(acc, item)
+    return acc
+
+
+@dataclass(frozen=True)
+class _CollectionCopy:
+    create_collection_fn: Callable[[], Any]
+
+    def __call__(self, acc: Any) -> Any:
+        return _collect_all(self.create_collection_fn(), acc)

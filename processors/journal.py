@@ -45,8 +45,10 @@ ItemFn = Callable[[int], Any]
 class _Journal(Protocol):
     """Where the items come from."""
 
-    waits_on_none: bool
-    """True when a None item means "not there yet" rather than "skip this offset"."""
+    @property
+    def waits_on_none(self) -> bool:
+        """True when a None item means "not there yet" rather than "skip this offset"."""
+        ...
 
     def read(self, context: Context) -> tuple[float, Callable[[int], Any]]:
         """How many offsets can be read now, and the function giving the item at an offset."""

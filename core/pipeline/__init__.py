@@ -7,7 +7,9 @@ into a Core API DAG (`pipeline.to_dag()`), and every engine runs it: `engine.new
 from __future__ import annotations
 
 from jetspark.core.pipeline.co_aggregation import (
+    AllOfAggregationBuilder,
     CoAggregateOperationBuilder,
+    all_of_builder,
     co_aggregate_operation_builder,
 )
 from jetspark.core.pipeline.connectors import (
@@ -41,6 +43,7 @@ from jetspark.processors.transforms import ContextFactory
 __all__ = [
     "AggregateBuilder",
     "AggregateBuilder1",
+    "AllOfAggregationBuilder",
     "BatchStage",
     "BatchStageWithKey",
     "CoAggregateOperationBuilder",
@@ -67,5 +70,6 @@ __all__ = [
     "TimestampedEntry",
     "TimestampedItem",
     "WindowDefinition",
+    "all_of_builder",
     "co_aggregate_operation_builder",
 ]
