@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from jetspark.core.pipeline.pipeline import Pipeline
 
 _S = TypeVar("_S", bound="ComputeStage")
+_T = TypeVar("_T")
 """The kind of stage an operation returns: a batch stage's give batch stages, and so on."""
 
 
@@ -314,6 +315,12 @@ class ComputeStage(Stage, abc.ABC):
                 "applies to a stage that has none (drop the add_timestamps instead)"
             )
         return self
+
+    def apply(self, transform_fn: Callable[[Any], _T]) -> _T:
+        """`transform_fn(self)`: a reusable piece of pipeline applied in the call chain (Jet 4's
+        `apply`), such as a test kit's assertion."""
+        _check_callable(transform_fn, "apply", self.name)
+        return transform_fn(self)
 
     def custom_transform(self: _S, name: str, processor_supplier: Any) -> _S:
         """A vertex running any Core API processor on this stage's items (as the user sees
