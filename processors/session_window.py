@@ -4,6 +4,7 @@ An event covers the interval `[timestamp, timestamp + session_timeout]`. It join
 its key whose interval overlaps its own (extending it), starts a new session when none does, and
 merges two sessions when it bridges the gap between them. A session is emitted once the
 watermark passes its end (`end < watermark`), as `map_to_output_fn(start, end, key, result)`.
+With early results, every open session is also emitted every period, marked early.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from jetspark.processors.aggregate import AggregateOperation
 from jetspark.processors.emission import ResumableEmission
 from jetspark.processors.functions import KeyFns, PerOrdinal, drain
 from jetspark.processors.snapshots import RestoredMinimum
+from jetspark.processors.watermark_policies import Clock, monotonic_ms
 from jetspark.processors.windowing import (
+    EarlyResults,
     KeyedWindowResult,
     TimestampFns,
     WindowResultFn,
+    as_early,
     log_late_event,
 )
 
@@ -52,6 +56,7 @@ class SessionWindowP(AbstractProcessor):
         key_fns: PerOrdinal,
         aggr_op: AggregateOperation,
         map_to_output_fn: WindowResultFn,
+        early_results: EarlyResults | None = None,
     ) -> None:
         self._timeout = session_timeout
         self._timestamp_fns = timestamp_fns
@@ -65,6 +70,8 @@ class SessionWindowP(AbstractProcessor):
         self._watermark: int | None = None
         self._restored_watermark = RestoredMinimum("session_watermark")
         self._output = ResumableEmission(self.emit_from_traverser)
+        self._early_results = early_results
+        self._early_output = ResumableEmission(self.emit_from_traverser)
         self._snapshot = ResumableEmission(self.emit_from_traverser_to_snapshot)
         self.late_events_dropped = 0
 
@@ -119,6 +126,22 @@ class SessionWindowP(AbstractProcessor):
     def complete(self) -> bool:
         return self._output.emit(lambda: self._sessions_ending_before(_END_OF_TIME))
 
+    def try_process(self) -> bool:
+        """Emits every open session's partial result when the early-results period passed."""
+        if not self._early_output.in_progress:
+            early = self._early_results
+            if early is None or not self._sessions or not early.due():
+                return True
+        return self._early_output.emit(self._open_sessions)
+
+    def _open_sessions(self) -> list[Any]:
+        export, output = self._op.export_fn, self._map_to_output_fn
+        return [
+            as_early(output(start, end, key, export(acc)))
+            for key, sessions in self._sessions.items()
+            for start, end, acc in sessions
+        ]
+
     def _sessions_ending_before(self, limit: float) -> Iterator[Any]:
         """Emits and forgets every session whose end is below `limit`, earliest deadline first."""
         deadlines = self._deadlines
@@ -168,10 +191,14 @@ def aggregate_to_session_window_p(
     key_fn: KeyFns,
     aggr_op: AggregateOperation,
     map_to_output_fn: WindowResultFn = KeyedWindowResult,
+    *,
+    early_results_period: int = 0,
+    clock: Clock = monotonic_ms,
 ) -> ProcessorFn:
     """Aggregates events into session windows per key; a session closes after `session_timeout`
     without events and is emitted as `map_to_output_fn(start, end, key, result)` once the
     watermark passes its end (start: the first event's time; end: the last one's + timeout).
+    With `early_results_period` (ms), every open session's partial result every period too.
     """
     if session_timeout < 0:
         raise ValueError(f"session_timeout must not be negative, got {session_timeout}")
@@ -180,4 +207,7 @@ def aggregate_to_session_window_p(
     keys.check_matches(timestamps)
     keys.check_matches(aggr_op.accumulate_fns)
     aggr_op.require_combine("a session window")
-    return lambda: SessionWindowP(session_timeout, timestamps, keys, aggr_op, map_to_output_fn)
+    early = EarlyResults.timer(early_results_period, clock)
+    return lambda: SessionWindowP(
+        session_timeout, timestamps, keys, aggr_op, map_to_output_fn, early()
+    )

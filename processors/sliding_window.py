@@ -22,13 +22,20 @@ from jetspark.processors.aggregation import accumulate_by_key, merge_restored
 from jetspark.processors.emission import ResumableEmission
 from jetspark.processors.functions import KeyFns, PerOrdinal, drain, entry_key, entry_value
 from jetspark.processors.snapshots import RestoredMinimum
-from jetspark.processors.watermark_policies import MAX_TIMESTAMP, MIN_TIMESTAMP
+from jetspark.processors.watermark_policies import (
+    MAX_TIMESTAMP,
+    MIN_TIMESTAMP,
+    Clock,
+    monotonic_ms,
+)
 from jetspark.processors.windowing import (
+    EarlyResults,
     KeyedWindowResult,
     SlidingWindowPolicy,
     TimestampFns,
     TimestampKind,
     WindowResultFn,
+    as_early,
     clamped_timestamp,
     log_late_event,
 )
@@ -43,6 +50,11 @@ class SlidingWindowP(AbstractProcessor):
     and counted in `late_events_dropped`. (An event behind the watermark whose frame still
     awaits its window is accepted, as in Jet: no window is ever emitted without it.)
 
+    With `early_results_period` (ms of `clock`), every period the windows holding data that the
+    watermark has not closed yet are emitted too, their accumulators exported (kept), each
+    output marked early where its type can say so (`windowing.as_early`; Jet 4's early
+    results).
+
     Snapshot: each key's frames are saved under the key itself (`{frame: accumulator}`), and
     the next window to emit under a broadcast key (the minimum is restored). At-least-once:
     items processed after the snapshot are accumulated again, so windows may count them twice,
@@ -56,6 +68,7 @@ class SlidingWindowP(AbstractProcessor):
         window_policy: SlidingWindowPolicy,
         aggr_op: AggregateOperation,
         map_to_output_fn: WindowResultFn,
+        early_results: EarlyResults | None = None,
     ) -> None:
         self._key_fns = key_fns
         self._frame_fns = frame_fns
@@ -67,6 +80,8 @@ class SlidingWindowP(AbstractProcessor):
         self._window: dict[Any, list[Any]] | None = None
         self._next_window: int | None = None
         self._output = ResumableEmission(self.emit_from_traverser)
+        self._early_results = early_results
+        self._early_output = ResumableEmission(self.emit_from_traverser)
         self._snapshot = ResumableEmission(self.emit_from_traverser_to_snapshot)
         self._restored_next_window = RestoredMinimum("next_window_to_emit")
         self.late_events_dropped = 0
@@ -94,6 +109,36 @@ class SlidingWindowP(AbstractProcessor):
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         return self._output.emit(lambda: self._windows_up_to(watermark.timestamp))
+
+    def try_process(self) -> bool:
+        """Emits the early results when their period has passed (a list made at once, so a
+        watermark closing windows meanwhile changes nothing of it)."""
+        if not self._early_output.in_progress:
+            early = self._early_results
+            if early is None or not self._frames or not early.due():
+                return True
+        return self._early_output.emit(lambda: list(self._early_windows()))
+
+    def _early_windows(self) -> Iterator[Any]:
+        """Every window that holds data and is still open, with its exported results."""
+        policy, op = self._policy, self._op
+        frame_size = policy.frame_size
+        end = min(self._frames) if self._next_window is None else self._next_window
+        end = max(end, min(self._frames))
+        last = self._last_window_end()
+        while end <= last:
+            window: dict[Any, Any] = {}
+            for frame in range(end - policy.window_size + frame_size, end + 1, frame_size):
+                for key, acc in self._frames.get(frame, {}).items():
+                    if policy.is_tumbling:
+                        window[key] = acc
+                    else:
+                        assert op.combine_fn is not None
+                        window[key] = op.combine_fn(window.get(key) or op.create_fn(), acc)
+            start = end - policy.window_size
+            for key, acc in window.items():
+                yield as_early(self._map_to_output_fn(start, end, key, op.export_fn(acc)))
+            end += frame_size
 
     def complete(self) -> bool:
         if not self._frames and not self._output.in_progress:
@@ -236,13 +281,16 @@ def _sliding_window_p(
     policy: SlidingWindowPolicy,
     aggr_op: AggregateOperation,
     map_to_output_fn: WindowResultFn,
+    early_results_period: int = 0,
+    clock: Clock = monotonic_ms,
 ) -> ProcessorFn:
     keys = PerOrdinal(key_fns, "key fn")
     keys.check_matches(frame_fns)
     keys.check_matches(aggr_op.accumulate_fns)
     if not policy.is_tumbling:
         aggr_op.require_combine("a sliding (not tumbling) window")
-    return lambda: SlidingWindowP(keys, frame_fns, policy, aggr_op, map_to_output_fn)
+    early = EarlyResults.timer(early_results_period, clock)
+    return lambda: SlidingWindowP(keys, frame_fns, policy, aggr_op, map_to_output_fn, early())
 
 
 def aggregate_to_sliding_window_p(
@@ -252,12 +300,18 @@ def aggregate_to_sliding_window_p(
     window_policy: SlidingWindowPolicy,
     aggr_op: AggregateOperation,
     map_to_output_fn: WindowResultFn = KeyedWindowResult,
+    *,
+    early_results_period: int = 0,
+    clock: Clock = monotonic_ms,
 ) -> ProcessorFn:
     """Single-stage sliding window aggregation: emits `map_to_output_fn(start, end, key, result)`
-    per window and key once the watermark reaches the window's end.
+    per window and key once the watermark reaches the window's end; with
+    `early_results_period` (ms), the open windows' partial results every period too.
     """
     frames = _frame_fns(timestamp_fn, timestamp_kind, window_policy)
-    return _sliding_window_p(key_fn, frames, window_policy, aggr_op, map_to_output_fn)
+    return _sliding_window_p(
+        key_fn, frames, window_policy, aggr_op, map_to_output_fn, early_results_period, clock
+    )
 
 
 def accumulate_by_frame_p(

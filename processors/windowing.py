@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
+from jetspark.processors.events import JetEvent
 from jetspark.processors.watermark_policies import (
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
@@ -139,12 +140,71 @@ class TimestampKind(enum.Enum):
 class KeyedWindowResult(NamedTuple):
     """The result of a window `[start, end)` for one grouping key; sliding and session windows
     emit these by default, and the first windowing stage emits one per frame and key.
+    `is_early`: a partial result of a window still open (early results, Jet 4).
     """
 
     start: int
     end: int
     key: Any
     value: Any
+
+    @property
+    def is_early(self) -> bool:
+        return False
+
+    def as_early(self) -> KeyedWindowResult:
+        """The same result, marked as an early (partial) one."""
+        return EarlyKeyedWindowResult(*self)
+
+
+class EarlyKeyedWindowResult(KeyedWindowResult):
+    """A partial result of a window still open: equal to a final result of the same fields,
+    told apart by `is_early`."""
+
+    __slots__ = ()
+
+    @property
+    def is_early(self) -> bool:
+        return True
+
+
+def as_early(output: Any) -> Any:
+    """A window's output marked early where its type can say so (`as_early()`; a JetEvent's
+    item), otherwise the output itself."""
+    if type(output) is JetEvent:
+        return JetEvent(output.timestamp, as_early(output.item))
+    mark = getattr(output, "as_early", None)
+    return mark() if callable(mark) else output
+
+
+class EarlyResults:
+    """When a window processor emits early results: every `period_ms` of `clock` (0: never)."""
+
+    __slots__ = ("_clock", "_last", "_period")
+
+    def __init__(self, period_ms: int, clock: Clock = monotonic_ms) -> None:
+        if not isinstance(period_ms, int) or isinstance(period_ms, bool) or period_ms < 0:
+            raise ValueError(f"early_results_period must be an int >= 0 (ms), got {period_ms!r}")
+        self._period = period_ms
+        self._clock = clock
+        self._last = clock() if period_ms else 0
+
+    @staticmethod
+    def timer(period_ms: int, clock: Clock = monotonic_ms) -> Callable[[], EarlyResults | None]:
+        """Checks `period_ms` now; the function returned gives each processor its own timer
+        (None when the period is 0)."""
+        EarlyResults(period_ms, clock)
+        return lambda: EarlyResults(period_ms, clock) if period_ms else None
+
+    def due(self) -> bool:
+        """True once per period: the caller emits its early results now."""
+        if not self._period:
+            return False
+        now = self._clock()
+        if now < self._last + self._period:
+            return False
+        self._last = now
+        return True
 
 
 def log_late_event(logger: logging.Logger, item: Any, reason: str) -> None:

@@ -20,7 +20,14 @@ from jetspark.core.pipeline.connectors import (
     SourceBuilder,
     Sources,
 )
-from jetspark.core.pipeline.items import ItemsByTag, Tag, TimestampedEntry, TimestampedItem
+from jetspark.core.pipeline.items import (
+    EarlyTimestampedEntry,
+    EarlyTimestampedItem,
+    ItemsByTag,
+    Tag,
+    TimestampedEntry,
+    TimestampedItem,
+)
 from jetspark.core.pipeline.joins import JoinClause
 from jetspark.core.pipeline.kafka import KafkaSinks, KafkaSources
 from jetspark.core.pipeline.pipeline import Pipeline
@@ -48,6 +55,8 @@ __all__ = [
     "BatchStageWithKey",
     "CoAggregateOperationBuilder",
     "ContextFactory",
+    "EarlyTimestampedEntry",
+    "EarlyTimestampedItem",
     "HashJoinBuilder",
     "ItemsByTag",
     "JoinClause",

@@ -7,22 +7,68 @@ from typing import Any, NamedTuple
 
 from jetspark.processors.events import JetEvent
 
-__all__ = ["ItemsByTag", "JetEvent", "Tag", "TimestampedEntry", "TimestampedItem"]
+__all__ = [
+    "EarlyTimestampedEntry",
+    "EarlyTimestampedItem",
+    "ItemsByTag",
+    "JetEvent",
+    "Tag",
+    "TimestampedEntry",
+    "TimestampedItem",
+]
 
 
 class TimestampedEntry(NamedTuple):
-    """A grouped window's result: `timestamp` is the window's end, `key` the grouping key."""
+    """A grouped window's result: `timestamp` is the window's end, `key` the grouping key;
+    `is_early` for a partial result of a window still open (early results)."""
 
     timestamp: int
     key: Any
     value: Any
 
+    @property
+    def is_early(self) -> bool:
+        return False
+
+    def as_early(self) -> TimestampedEntry:
+        """The same result, marked early."""
+        return EarlyTimestampedEntry(*self)
+
+
+class EarlyTimestampedEntry(TimestampedEntry):
+    """An early (partial) grouped window result; equal to a final one of the same fields."""
+
+    __slots__ = ()
+
+    @property
+    def is_early(self) -> bool:
+        return True
+
 
 class TimestampedItem(NamedTuple):
-    """An ungrouped window's result: `timestamp` is the window's end."""
+    """An ungrouped window's result: `timestamp` is the window's end; `is_early` for a partial
+    result of a window still open (early results)."""
 
     timestamp: int
     item: Any
+
+    @property
+    def is_early(self) -> bool:
+        return False
+
+    def as_early(self) -> TimestampedItem:
+        """The same result, marked early."""
+        return EarlyTimestampedItem(*self)
+
+
+class EarlyTimestampedItem(TimestampedItem):
+    """An early (partial) ungrouped window result; equal to a final one of the same fields."""
+
+    __slots__ = ()
+
+    @property
+    def is_early(self) -> bool:
+        return True
 
 
 class Tag:

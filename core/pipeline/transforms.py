@@ -447,17 +447,24 @@ class WindowTransform(Transform):
                 return edge.distributed().partitioned(keys[ordinal])
             return edge.distributed().all_to_one()
 
+        early = window.early_results_period
         if window.kind is WindowKind.SESSION:
             supplier = aggregate_to_session_window_p(
-                window.session_timeout, timestamps, keys, op, output
+                window.session_timeout, timestamps, keys, op, output, early_results_period=early
             )
             vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, parallelism)
             planner.connect(self, vertex, spread)
             return
         policy = window.policy()
-        if op.combine_fn is None:
+        if op.combine_fn is None or early:  # early results need every frame in one place (Jet 4)
             supplier = aggregate_to_sliding_window_p(
-                keys, timestamps, TimestampKind.EVENT, policy, op, output
+                keys,
+                timestamps,
+                TimestampKind.EVENT,
+                policy,
+                op,
+                output,
+                early_results_period=early,
             )
             vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, parallelism)
             planner.connect(self, vertex, spread)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jetspark.processors.windowing import SlidingWindowPolicy
 
@@ -24,6 +24,8 @@ class WindowDefinition:
     window_size: int = 0
     slide_by: int = 0
     session_timeout: int = 0
+    early_results_period: int = 0
+    """Milliseconds between the partial results of open windows (0: none; Jet 4)."""
 
     @staticmethod
     def sliding(window_size: int, slide_by: int) -> WindowDefinition:
@@ -43,6 +45,18 @@ class WindowDefinition:
         """Bursts of events per key, closed after `session_timeout` without an event."""
         _check_positive(session_timeout=session_timeout)
         return WindowDefinition(WindowKind.SESSION, session_timeout=session_timeout)
+
+    def set_early_results_period(self, early_results_period_ms: int) -> WindowDefinition:
+        """This definition, also emitting every `early_results_period_ms` the partial results
+        of the windows that hold data but are still open (each marked `is_early`); the final
+        result follows when the watermark closes the window (Jet 4's `setEarlyResultsPeriod`;
+        0 turns it off)."""
+        value = early_results_period_ms
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(
+                f"WindowDefinition: early_results_period must be an int >= 0 (ms), got {value!r}"
+            )
+        return replace(self, early_results_period=value)
 
     @property
     def frame_size(self) -> int:
