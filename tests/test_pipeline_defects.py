@@ -120,3 +120,35 @@ def test_an_endless_journal_function_with_nothing_yet_leaves_the_loop_free() -> 
     with pytest.raises(JobCancelledError):
         job.join(PATIENCE_SECONDS)
     assert sorted(engine.get_list("out")) == list(range(10))
+
+
+def test_a_hash_join_emits_one_item_per_duplicate_enriching_key_as_jet_4() -> None:
+    from jetspark.core.pipeline import JoinClause
+
+    engine = LocalEngine()
+    engine.get_list("orders")[:] = [("o1", "apple"), ("o2", "pear"), ("o3", "kiwi")]
+    engine.get_list("prices")[:] = [("apple", 1), ("apple", 2), ("pear", 3)]
+    engine.get_list("stock")[:] = [("apple", "x"), ("apple", "y")]
+    p = Pipeline.create()
+    orders = p.draw_from(Sources.list("orders"))
+    prices = p.draw_from(Sources.list("prices"))
+    stock = p.draw_from(Sources.list("stock"))
+    fruit = JoinClause.join_map_entries(lambda order: order[1])
+    joined = orders.hash_join(prices, fruit, lambda o, price: None if price == 2 else (o[0], price))
+    joined.drain_to(Sinks.list("one"))
+    orders.hash_join2(prices, fruit, stock, fruit, lambda o, a, b: (o[0], a, b)).drain_to(
+        Sinks.list("two")
+    )
+    engine.new_job(p).join(60)
+    assert sorted(engine.get_list("one")) == [("o1", 1), ("o2", 3), ("o3", None)]
+    assert sorted(engine.get_list("two"), key=str) == sorted(
+        [
+            ("o1", 1, "x"),
+            ("o1", 1, "y"),
+            ("o1", 2, "x"),
+            ("o1", 2, "y"),
+            ("o2", 3, None),
+            ("o3", None, None),
+        ],
+        key=str,
+    )
