@@ -152,3 +152,46 @@ def test_a_hash_join_emits_one_item_per_duplicate_enriching_key_as_jet_4() -> No
         ],
         key=str,
     )
+
+
+def test_drain_to_of_several_stages_plans_one_sink_vertex_with_an_edge_from_each() -> None:
+    engine = LocalEngine()
+    engine.get_list("a")[:] = [1, 2]
+    engine.get_list("b")[:] = [3]
+    engine.get_list("c")[:] = [4]
+    p = Pipeline.create()
+    stages = [p.draw_from(Sources.list(name)) for name in "abc"]
+    p.drain_to(Sinks.list("all"), *stages)
+    dag = p.to_dag()
+    assert [v.name for v in dag.vertices()] == [
+        "listSource(a)",
+        "listSource(b)",
+        "listSource(c)",
+        "listSink(all)",
+    ]
+    assert sorted((e.source.name, e.dest_ordinal) for e in dag.edges()) == [
+        ("listSource(a)", 0),
+        ("listSource(b)", 1),
+        ("listSource(c)", 2),
+    ]
+    engine.new_job(p).join(60)
+    assert sorted(engine.get_list("all")) == [1, 2, 3, 4]
+
+
+def test_drain_to_refuses_batch_and_stream_stages_together_naming_them() -> None:
+    from jetspark.core import DagValidationError
+
+    p = Pipeline.create()
+    batch = p.draw_from(Sources.list("a"))
+    stream = p.draw_from(Sources.stream_journal("b"))
+    with pytest.raises(DagValidationError, match=r"batch and stream stages together.*BatchStage"):
+        p.drain_to(Sinks.list("all"), batch, stream)
+
+
+def test_drain_to_refuses_a_stage_of_another_pipeline() -> None:
+    from jetspark.core import DagValidationError
+
+    first, second = Pipeline.create(), Pipeline.create()
+    stage = first.draw_from(Sources.list("a"))
+    with pytest.raises(DagValidationError, match="not a stage of this pipeline"):
+        second.drain_to(Sinks.list("all"), stage)

@@ -8,7 +8,7 @@ from jetspark.core.errors import DagValidationError
 from jetspark.core.pipeline.connectors import Sink, Source
 from jetspark.core.pipeline.planner import Planner
 from jetspark.core.pipeline.stages import BatchStage, ComputeStage, SinkStage, StreamStage
-from jetspark.core.pipeline.transforms import SourceTransform, Transform
+from jetspark.core.pipeline.transforms import SinkTransform, SourceTransform, Transform
 
 
 class Pipeline:
@@ -58,14 +58,27 @@ class Pipeline:
         self._sinks[id(sink)] = stage
 
     def drain_to(self, sink: Sink, *stages: ComputeStage) -> SinkStage:
-        """Drains the items of every stage in `stages` into `sink` (Jet's `Pipeline.drainTo`):
-        the stages are merged first, so they must be of one kind."""
+        """Drains every stage in `stages` into `sink`: one sink vertex with an edge from each
+        (Jet's `Pipeline.drainTo`). The stages must belong to this pipeline and be all batch
+        or all stream stages."""
         if not stages:
             raise DagValidationError("Pipeline.drain_to(sink, *stages) needs at least one stage")
-        merged = stages[0]
-        for stage in stages[1:]:
-            merged = merged.merge(stage)
-        return merged.drain_to(sink)
+        for stage in stages:
+            if not isinstance(stage, ComputeStage) or stage.pipeline is not self:
+                raise DagValidationError(
+                    f"Pipeline.drain_to: {stage!r} is not a stage of this pipeline (a stage "
+                    "drains into a sink of its own pipeline)"
+                )
+        if len({stage.bounded for stage in stages}) > 1:
+            kinds = ", ".join(f"'{s.name}' ({type(s).__name__})" for s in stages)
+            raise DagValidationError(
+                f"Pipeline.drain_to: sink '{sink.name}' cannot take batch and stream stages "
+                f"together: {kinds}; drain them into two sinks"
+            )
+        self.claim_sink(sink, ", ".join(stage.name for stage in stages))
+        transform = SinkTransform([stage._payloads() for stage in stages], sink)
+        self.register(transform)
+        return SinkStage(self, transform)
 
     def write_to(self, sink: Sink, *stages: ComputeStage) -> SinkStage:
         """Jet 4's name of `drain_to`: the same sink stage."""
