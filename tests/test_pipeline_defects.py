@@ -195,3 +195,31 @@ def test_drain_to_refuses_a_stage_of_another_pipeline() -> None:
     stage = first.draw_from(Sources.list("a"))
     with pytest.raises(DagValidationError, match="not a stage of this pipeline"):
         second.drain_to(Sinks.list("all"), stage)
+
+
+@pytest.mark.parametrize(
+    ("operation", "fix"),
+    [
+        ("aggregate2", r"stage.grouping_key\(fn\).aggregate2\(other.grouping_key\(fn\)"),
+        ("hash_join", r"pass the stage itself \(its items are matched by the JoinClause"),
+        ("merge", r"pass the stage itself, without grouping_key"),
+    ],
+)
+def test_a_keyed_stage_where_an_ungrouped_one_is_taken_is_named_with_the_fix(
+    operation: str, fix: str
+) -> None:
+    from jetspark.core import DagValidationError
+    from jetspark.core.pipeline import JoinClause
+    from jetspark.processors.aggregate import aggregate_operation2
+
+    p = Pipeline.create()
+    first, keyed = p.draw_from(Sources.list("a")), p.draw_from(Sources.list("b")).grouping_key(str)
+    calls = {
+        "aggregate2": lambda: first.aggregate2(keyed, aggregate_operation2(counting(), counting())),
+        "hash_join": lambda: first.hash_join(keyed, JoinClause.join_map_entries(str), max),
+        "merge": lambda: first.merge(keyed),
+    }
+    with pytest.raises(DagValidationError, match=r"got stage 'listSource\(b\)' grouped by a key"):
+        calls[operation]()
+    with pytest.raises(DagValidationError, match=fix):
+        calls[operation]()

@@ -353,11 +353,30 @@ class ComputeStage(Stage, abc.ABC):
         return unwrap
 
     def _check_same_pipeline(self, other: Stage, operation: str) -> None:
-        if not isinstance(other, Stage) or other.pipeline is not self.pipeline:
-            raise DagValidationError(
-                f"stage '{self.name}': {operation} takes a stage of the same pipeline, got "
-                f"{other!r}"
+        if isinstance(other, Stage) and other.pipeline is self.pipeline:
+            return
+        if isinstance(other, StageWithKey):
+            fix = (
+                f"to group both, call grouping_key on this stage too: "
+                f"stage.grouping_key(fn).{operation}(other.grouping_key(fn), ...)"
+                if operation.startswith("aggregate")
+                else "pass the stage itself (its items are matched by the JoinClause's keys)"
+                if operation.startswith("hash_join")
+                else "pass the stage itself, without grouping_key(...)"
             )
+            raise DagValidationError(
+                f"stage '{self.name}': {operation} takes an ungrouped stage, got stage "
+                f"'{other.stage.name}' grouped by a key; {fix}"
+            )
+        if isinstance(other, Stage):
+            raise DagValidationError(
+                f"stage '{self.name}': {operation} takes a stage of the same pipeline; stage "
+                f"'{other.name}' belongs to another pipeline"
+            )
+        raise DagValidationError(
+            f"stage '{self.name}': {operation} takes a stage of the same pipeline, got "
+            f"{type(other).__name__} {other!r:.80}"
+        )
 
     def _batch_only(self, operation: str) -> None:
         if not self.bounded:
