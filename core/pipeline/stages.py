@@ -25,6 +25,8 @@ from jetspark.core.pipeline.transforms import (
     GroupTransform,
     HashJoinTransform,
     MergeTransform,
+    PartitionedKey,
+    RebalanceTransform,
     RollingAggregateTransform,
     SinkTransform,
     StatelessTransform,
@@ -35,6 +37,7 @@ from jetspark.core.pipeline.transforms import (
     timestamped_item,
 )
 from jetspark.core.pipeline.windows import WindowDefinition, WindowKind
+from jetspark.partitioning import Partitioner
 from jetspark.processors.aggregate import AggregateOperation, co_aggregate, pick_any
 from jetspark.processors.event_time import DEFAULT_IDLE_TIMEOUT_MS
 from jetspark.processors.functions import entry, whole_item
@@ -173,10 +176,25 @@ class ComputeStage(Stage, abc.ABC):
         """Each distinct item once (the first seen)."""
         return self.grouping_key(whole_item).distinct()
 
+    def rebalance(
+        self: _S, key_fn: Callable[[Any], Any] | None = None, partitioner: Partitioner | None = None
+    ) -> _S:
+        """This stage's items spread over the processors of every member (Jet 4.2): in turns,
+        or by `key_fn(item)` (with `partitioner`, as in grouping_key), for the stage after it;
+        the items pass through a vertex `rebalance`."""
+        key = None if key_fn is None else _grouping(key_fn, partitioner, self.name)
+        if key is None and partitioner is not None:
+            raise TypeError(f"stage '{self.name}': rebalance's partitioner needs a key_fn")
+        return self._then(RebalanceTransform(self.transform, key))
+
     @abc.abstractmethod
-    def grouping_key(self: _S, key_fn: Callable[[Any], Any]) -> StageWithKey[_S]:
+    def grouping_key(
+        self: _S, key_fn: Callable[[Any], Any], partitioner: Partitioner | None = None
+    ) -> StageWithKey[_S]:
         """This stage grouped by `key_fn(item)`, for keyed operations (each kind of stage
-        groups into its own kind)."""
+        groups into its own kind). `partitioner` routes the keys between members (default:
+        murmur3 of the key's msgpack bytes, for the standard library's immutable types): give
+        one for keys of other types."""
 
     def map_using_context(
         self: _S, context_factory: ContextFactory, map_fn: Callable[[Any, Any], Any]
@@ -409,10 +427,12 @@ class _CoAggregating:
 class BatchStage(ComputeStage, _CoAggregating):
     """A stage of a bounded stream: `Pipeline.draw_from(bounded source)` and what follows."""
 
-    def grouping_key(self, key_fn: Callable[[Any], Any]) -> BatchStageWithKey:
-        """This stage grouped by `key_fn(item)`, for keyed operations."""
-        _check_callable(key_fn, "grouping_key", self.name)
-        return BatchStageWithKey(self, key_fn)
+    def grouping_key(
+        self, key_fn: Callable[[Any], Any], partitioner: Partitioner | None = None
+    ) -> BatchStageWithKey:
+        """This stage grouped by `key_fn(item)`, for keyed operations; `partitioner` as in
+        ComputeStage.grouping_key."""
+        return BatchStageWithKey(self, _grouping(key_fn, partitioner, self.name))
 
     def rolling_aggregate(
         self, aggr_op: AggregateOperation, map_to_output_fn: Callable[[Any], Any] | None = None
@@ -456,10 +476,12 @@ class StreamStage(ComputeStage):
 
     bounded = False
 
-    def grouping_key(self, key_fn: Callable[[Any], Any]) -> StreamStageWithKey:
-        """This stage grouped by `key_fn(item)`, for keyed operations and windows."""
-        _check_callable(key_fn, "grouping_key", self.name)
-        return StreamStageWithKey(self, key_fn)
+    def grouping_key(
+        self, key_fn: Callable[[Any], Any], partitioner: Partitioner | None = None
+    ) -> StreamStageWithKey:
+        """This stage grouped by `key_fn(item)`, for keyed operations and windows;
+        `partitioner` as in ComputeStage.grouping_key."""
+        return StreamStageWithKey(self, _grouping(key_fn, partitioner, self.name))
 
     def window(self, window_definition: WindowDefinition) -> StageWithWindow:
         """This stage cut into windows, for `aggregate`; needs `add_timestamps` first."""
@@ -680,10 +702,12 @@ class StageWithWindow(_Windowed):
         output = None if map_to_output_fn is None else _Output(map_to_output_fn, drop=2)
         return self._window([self.stage], aggr_op, output)
 
-    def grouping_key(self, key_fn: Callable[[Any], Any]) -> StageWithKeyAndWindow:
+    def grouping_key(
+        self, key_fn: Callable[[Any], Any], partitioner: Partitioner | None = None
+    ) -> StageWithKeyAndWindow:
         """This windowed stage grouped by `key_fn(item)`: the same as grouping first."""
-        _check_callable(key_fn, "grouping_key", self.stage.name)
-        return StageWithKeyAndWindow(StreamStageWithKey(self.stage, key_fn), self.window_definition)
+        keyed = StreamStageWithKey(self.stage, _grouping(key_fn, partitioner, self.stage.name))
+        return StageWithKeyAndWindow(keyed, self.window_definition)
 
     def distinct(
         self, map_to_output_fn: Callable[[int, int, Any], Any] | None = None
@@ -878,6 +902,21 @@ class _Millis:
             f"{timestamp!r} for the item {item!r}; a timestamp is int milliseconds (a float "
             "is floored)"
         )
+
+
+def _grouping(
+    key_fn: Callable[[Any], Any], partitioner: Partitioner | None, stage: str
+) -> Callable[[Any], Any]:
+    """A stage's grouping key function, carrying its partitioner when one is given."""
+    _check_callable(key_fn, "grouping_key", stage)
+    if partitioner is None:
+        return key_fn
+    if not callable(getattr(partitioner, "partition", None)):
+        raise TypeError(
+            f"stage '{stage}': grouping_key's partitioner must have partition(key, "
+            f"partition_count) -> int (a Partitioner), got {type(partitioner).__name__}"
+        )
+    return PartitionedKey(key_fn, partitioner)
 
 
 def _ingestion_time(item: Any) -> int:

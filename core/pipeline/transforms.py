@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from jetspark.core.errors import DagValidationError
 from jetspark.core.pipeline.connectors import Sink, Source
 from jetspark.core.pipeline.fusion import Step, on_item, output_is_events
 from jetspark.core.pipeline.items import TimestampedEntry, TimestampedItem
 from jetspark.core.pipeline.windows import WindowDefinition, WindowKind
 from jetspark.edges import Edge
-from jetspark.partitioning import HASH_CODE
+from jetspark.partitioning import HASH_CODE, Partitioner
 from jetspark.processors.aggregate import AggregateOperation
 from jetspark.processors.aggregation import (
     accumulate_by_key_p,
@@ -248,6 +249,29 @@ class MergeTransform(Transform):
         planner.connect(self, vertex)
 
 
+class RebalanceTransform(Transform):
+    """`rebalance`: the items spread over every member's processors, round-robin or by key."""
+
+    default_name = "rebalance"
+
+    def __init__(self, upstream: Transform, key_fn: Callable[[Any], Any] | None) -> None:
+        super().__init__((upstream,), upstream.timestamped)
+        self.key_fn = key_fn
+
+    def add_to_dag(self, planner: Planner) -> None:
+        vertex = planner.add_vertex(
+            self, planner.unique_name(self.name), map_p(_identity), self.local_parallelism
+        )
+        if self.key_fn is None:
+            planner.connect(self, vertex, lambda edge, _: edge.distributed())
+            return
+        key = on_item(self.key_fn, planner.events(self.upstream[0]))
+        partitioner = partitioner_of([self.key_fn])
+        planner.connect(
+            self, vertex, lambda edge, _: edge.distributed().partitioned(key, partitioner)
+        )
+
+
 def _identity(item: Any) -> Any:
     return item
 
@@ -267,7 +291,8 @@ class DistinctTransform(Transform):
         first = planner.dag.new_vertex(f"{prefix}1", distinct_p(key), self.local_parallelism)
         planner.connect(self, first, lambda edge, _: edge.partitioned(key, HASH_CODE))
         second = planner.add_vertex(self, f"{prefix}2", distinct_p(key), self.local_parallelism)
-        planner.dag.edge(Edge.between(first, second).distributed().partitioned(key))
+        partitioner = partitioner_of([self.key_fn])
+        planner.dag.edge(Edge.between(first, second).distributed().partitioned(key, partitioner))
 
 
 class GroupTransform(Transform):
@@ -297,6 +322,7 @@ class GroupTransform(Transform):
     def add_to_dag(self, planner: Planner) -> None:
         keys = planner.on_items(self.key_fns, self.upstream)
         op = planner.accumulating_items(self.aggr_op, self.upstream)
+        partitioner = partitioner_of(self.key_fns)
         if op.combine_fn is None:
             vertex = planner.add_vertex(
                 self,
@@ -304,7 +330,9 @@ class GroupTransform(Transform):
                 aggregate_by_key_p(keys, op, self.map_to_output_fn),
                 self.local_parallelism,
             )
-            planner.connect(self, vertex, lambda e, i: e.distributed().partitioned(keys[i]))
+            planner.connect(
+                self, vertex, lambda e, i: e.distributed().partitioned(keys[i], partitioner)
+            )
             return
         prefix = planner.unique_name(self.name, "-step")
         first = planner.dag.new_vertex(
@@ -317,7 +345,9 @@ class GroupTransform(Transform):
             combine_by_key_p(op, self.map_to_output_fn),
             self.local_parallelism,
         )
-        planner.dag.edge(Edge.between(first, second).distributed().partitioned(entry_key))
+        planner.dag.edge(
+            Edge.between(first, second).distributed().partitioned(entry_key, partitioner)
+        )
 
 
 class AggregateTransform(Transform):
@@ -385,7 +415,8 @@ class RollingAggregateTransform(Transform):
             rolling_aggregate_p(key, op, output),
             self.local_parallelism,
         )
-        planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(key))
+        partitioner = partitioner_of([self.key_fn])
+        planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(key, partitioner))
 
 
 @dataclass(frozen=True)
@@ -441,10 +472,11 @@ class WindowTransform(Transform):
             output = _AtWindowEnd(output)
         window = self.window
         parallelism = self.local_parallelism if self.grouped else 1
+        partitioner = partitioner_of(self.key_fns)
 
         def spread(edge: Edge, ordinal: int) -> Any:
             if self.grouped:
-                return edge.distributed().partitioned(keys[ordinal])
+                return edge.distributed().partitioned(keys[ordinal], partitioner)
             return edge.distributed().all_to_one()
 
         early = window.early_results_period
@@ -484,7 +516,7 @@ class WindowTransform(Transform):
         between = Edge.between(first, second).distributed()
         if self.grouped:
             planner.connect(self, first, lambda e, i: e.partitioned(keys[i], HASH_CODE))
-            planner.dag.edge(between.partitioned(entry_key))
+            planner.dag.edge(between.partitioned(entry_key, partitioner))
         else:
             planner.connect(self, first)
             planner.dag.edge(between.all_to_one())
@@ -516,6 +548,30 @@ def _timestamp_fn(upstream: Transform, planner: Planner) -> Callable[[Any], int]
 
 def _constant_key(item: Any) -> int:
     return 0
+
+
+@dataclass(frozen=True)
+class PartitionedKey:
+    """A grouping key function with the partitioner its distributed edges route by
+    (`grouping_key(key_fn, partitioner)`)."""
+
+    key_fn: Callable[[Any], Any]
+    partitioner: Partitioner
+
+    def __call__(self, item: Any) -> Any:
+        return self.key_fn(item)
+
+
+def partitioner_of(key_fns: Sequence[Callable[[Any], Any]]) -> Partitioner | None:
+    """The partitioner the stages grouped by `key_fns` chose (None: the default one); stages
+    grouped together must choose the same."""
+    chosen = [fn.partitioner if isinstance(fn, PartitionedKey) else None for fn in key_fns]
+    if any(p != chosen[0] for p in chosen):
+        raise DagValidationError(
+            "stages grouped together must route their keys alike: give each grouping_key the "
+            f"same partitioner (or none), got {chosen!r:.200}"
+        )
+    return chosen[0]
 
 
 def timestamped_entry(start: int, end: int, key: Any, value: Any) -> TimestampedEntry:
@@ -628,7 +684,10 @@ class ContextTransform(Transform):
             planner.connect(self, vertex)
         else:
             key = on_item(self.key_fn, events)
-            planner.connect(self, vertex, lambda edge, _: edge.distributed().partitioned(key))
+            partitioner = partitioner_of([self.key_fn])
+            planner.connect(
+                self, vertex, lambda edge, _: edge.distributed().partitioned(key, partitioner)
+            )
 
 
 @dataclass(frozen=True)
