@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from jetspark.core.errors import DagValidationError
 from jetspark.core.suppliers import ProcessorMetaSupplier, as_meta_supplier
@@ -249,3 +249,10 @@ def _check_edge(edge: Edge) -> None:
 def _quote(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
+
+
+class PlansADag(Protocol):
+    """What an engine's `new_job` takes besides a DAG: anything that plans itself into one (a
+    Pipeline)."""
+
+    def to_dag(self) -> DAG: ...

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
-from jetspark.core.dag import DAG
+from jetspark.core.dag import DAG, PlansADag
 from jetspark.core.errors import JobCancelledError
 from jetspark.core.job import Job, checked_submission, end_failure, end_jobs, warn_at_submission
 from jetspark.core.runtime.build import build_member
@@ -81,7 +81,7 @@ class LocalEngine:
 
     def new_job(
         self,
-        dag: DAG,
+        dag: DAG | PlansADag,
         config: JobConfig | None = None,
         *,
         snapshot_store: SnapshotStore | None = None,

@@ -100,7 +100,7 @@ class WindowCount(NamedTuple):
 
     end: int
     ticker: str
-    count: int
+    trades: int
 
 
 # --- the trades ---------------------------------------------------------------------------------
@@ -206,7 +206,7 @@ def own_broker() -> Iterator[str]:
     """A Kafka broker of this run's own in a temporary directory; yields its address, then stops
     it and removes the directory."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/ of the clone
-    from bench.kafka_broker import KafkaBroker
+    from bench.kafka_broker import KafkaBroker  # type: ignore[import-not-found]  # the clone's
 
     directory = Path(tempfile.mkdtemp(prefix="kafka-stock-exchange-"))
     broker = KafkaBroker(directory)
@@ -289,8 +289,9 @@ def read_windows(servers: str, topic: str, wanted: int, job: Job) -> list[Window
                     f"{PATIENCE_SECONDS:.0f} s"
                 )
             for message in consumer.consume(1000, 0.2):
-                if message.error() is None:
-                    value = json.loads(message.value())
+                payload = message.value()
+                if message.error() is None and payload is not None:
+                    value = json.loads(payload)
                     windows.append(WindowCount(value["end"], value["ticker"], value["count"]))
         return sorted(windows)
     finally:
@@ -299,7 +300,7 @@ def read_windows(servers: str, topic: str, wanted: int, job: Job) -> list[Window
 
 def format_window(w: WindowCount) -> str:
     end = datetime.fromtimestamp(w.end / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
-    return f"{end[:-3]} {w.ticker:>5} {w.count:4d}"
+    return f"{end[:-3]} {w.ticker:>5} {w.trades:4d}"
 
 
 # --- the run -------------------------------------------------------------------------------------

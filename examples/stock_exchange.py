@@ -198,7 +198,7 @@ class WindowCount(NamedTuple):
 
     end: int
     ticker: str
-    count: int
+    trades: int
 
 
 def parse_line(line: str) -> WindowCount:
@@ -415,7 +415,7 @@ def check_windows(
     first = min(w.end for w in checked) if checked_from is None else checked_from
     expected = expected_counts(max(w.end for w in checked), first)
     for w in checked:
-        if expected[w.end, w.ticker] != w.count:
+        if expected[w.end, w.ticker] != w.trades:
             problems.append(f"window {w}: plain Python counts {expected[w.end, w.ticker]}")
     if complete_until is not None:
         problems += [
@@ -681,7 +681,7 @@ def run_unbounded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             session.engine.snapshot_clock = clock
         print(
             "streaming trades"
-            + (f" appended to {writer.path}" if files else "")
+            + (f" appended to {writer.path}" if isinstance(writer, TradeFileWriter) else "")
             + f" on {session.description} for {args.duration:g} s"
             + (" of trading" if args.clock == "trading" else "")
             + f", exactly-once, a snapshot every {args.snapshot_interval:,} ms, into {output_dir}"

@@ -37,7 +37,7 @@ def check(windows: list[Any], out: str, mode: str) -> None:
     expected = counted_by_frame(example.trades(TRADES))
     assert [tuple(w) for w in windows] == expected
     assert max(Counter((w.end, w.ticker) for w in windows).values()) == 1
-    assert sum(w.count for w in windows) == TRADES * 10  # each trade is in ten windows
+    assert sum(w.trades for w in windows) == TRADES * 10  # each trade is in ten windows
     assert f"{TRADES:,} trades and a heartbeat per partition in trades-" in out
     assert f"mode {mode}, exactly-once, cancelled once its windows were in" in out
     assert f"... {len(expected):,} windows read with read_committed from trade-windows-" in out

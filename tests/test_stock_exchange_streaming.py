@@ -57,7 +57,7 @@ def check_exact(files: dict[str, list]) -> list:
     frames = frame_counts(max(w.end for w in windows))
     for w in windows:
         plain = sum(frames[end, w.ticker] for end in range(w.end - 900, w.end + 1, 100))
-        assert w.count == plain, f"{w}: plain Python counts {plain}"
+        assert w.trades == plain, f"{w}: plain Python counts {plain}"
     last_by_processor: dict[str, int] = {}
     for name, ws in files.items():
         index = name.split("-")[1]

@@ -44,6 +44,28 @@ class Source:
 
 
 @dataclass(frozen=True)
+class BatchSource(Source):
+    """A bounded source (Jet 4's `BatchSource`): `draw_from` gives a BatchStage."""
+
+    bounded: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.bounded:
+            raise ValueError(f"source '{self.name}': a BatchSource is bounded")
+
+
+@dataclass(frozen=True)
+class StreamSource(Source):
+    """An unbounded source (Jet 4's `StreamSource`): `draw_from` gives a StreamStage."""
+
+    bounded: bool = False
+
+    def __post_init__(self) -> None:
+        if self.bounded:
+            raise ValueError(f"source '{self.name}': a StreamSource is unbounded")
+
+
+@dataclass(frozen=True)
 class Sink:
     """A pipeline sink: the processor supplier of its vertex and its name."""
 
@@ -56,66 +78,61 @@ class Sources:
     """The sources a pipeline draws from (Jet's `Sources`, with Python names)."""
 
     @staticmethod
-    def list(name: str) -> Source:
+    def list(name: str) -> BatchSource:
         """The items of the engine's list `name` (`engine.get_list(name)`), bounded."""
-        return Source(f"listSource({name})", read_list_p(name), bounded=True)
+        return BatchSource(f"listSource({name})", read_list_p(name))
 
     @staticmethod
-    def map(name: str) -> Source:
+    def map(name: str) -> BatchSource:
         """The `(key, value)` entries of the engine's dict `name`, bounded."""
-        return Source(f"mapSource({name})", read_map_p(name), bounded=True)
+        return BatchSource(f"mapSource({name})", read_map_p(name))
 
     @staticmethod
-    def journal(journal: str | Callable[[int], Any], count: int | None = None) -> Source:
+    def journal(journal: str | Callable[[int], Any], count: int | None = None) -> BatchSource:
         """A replayable journal read to its end: a list's name, or an item function of the
         offset with `count` items (`read_journal_p`); bounded."""
         supplier = read_journal_p(journal, count=count)
-        return Source(f"journalSource({_label(journal)})", supplier, bounded=True)
+        return BatchSource(f"journalSource({_label(journal)})", supplier)
 
     @staticmethod
-    def stream_journal(journal: str | Callable[[int], Any]) -> Source:
+    def stream_journal(journal: str | Callable[[int], Any]) -> StreamSource:
         """A replayable journal followed for ever (`stream_journal_p`); unbounded."""
         supplier = stream_journal_p(journal)
-        return Source(f"streamJournalSource({_label(journal)})", supplier, bounded=False)
+        return StreamSource(f"streamJournalSource({_label(journal)})", supplier)
 
     @staticmethod
     def files(
         directory: str, glob: str = "*", charset: str = "utf-8", shared_file_system: bool = False
-    ) -> Source:
+    ) -> BatchSource:
         """The lines of the files in `directory` matching `glob`, bounded. On a file system
         every member sees (`shared_file_system`), each file is read once, by one member."""
-        return Source(
+        return BatchSource(
             f"filesSource({directory}/{glob})",
             read_files_p(directory, glob, charset, shared_file_system),
-            bounded=True,
         )
 
     @staticmethod
-    def rdd(rdd: Any, name: str = "rddSource") -> Source:
+    def rdd(rdd: Any, name: str = "rddSource") -> BatchSource:
         """The items of a Spark RDD, each member reading its partitions (SparkEngine only)."""
-        return Source(name, read_rdd_p(rdd), bounded=True)
+        return BatchSource(name, read_rdd_p(rdd))
 
     @staticmethod
-    def file_watcher(directory: str, glob: str = "*", charset: str = "utf-8") -> Source:
+    def file_watcher(directory: str, glob: str = "*", charset: str = "utf-8") -> StreamSource:
         """The lines appended to the files of `directory` matching `glob`, and of new ones
         (`stream_files_p`); unbounded."""
-        return Source(
-            f"fileWatcherSource({directory}/{glob})",
-            stream_files_p(directory, glob, charset),
-            bounded=False,
+        return StreamSource(
+            f"fileWatcherSource({directory}/{glob})", stream_files_p(directory, glob, charset)
         )
 
     @staticmethod
-    def socket(host: str, port: int, charset: str = "utf-8") -> Source:
+    def socket(host: str, port: int, charset: str = "utf-8") -> StreamSource:
         """The lines a TCP server sends (`stream_socket_p`); unbounded, not replayable."""
-        return Source(
-            f"socketSource({host}:{port})", stream_socket_p(host, port, charset), bounded=False
-        )
+        return StreamSource(f"socketSource({host}:{port})", stream_socket_p(host, port, charset))
 
     @staticmethod
-    def spark_stream(frame: Any, map_fn: Callable[[Any], Any] | None = None) -> Source:
+    def spark_stream(frame: Any, map_fn: Callable[[Any], Any] | None = None) -> StreamSource:
         """The rows of a Structured Streaming DataFrame (`read_stream_p`, SparkEngine only)."""
-        return Source("sparkStreamSource", read_stream_p(frame, map_fn), bounded=False)
+        return StreamSource("sparkStreamSource", read_stream_p(frame, map_fn))
 
 
 class Sinks:
@@ -287,10 +304,10 @@ class SourceBuilder(Generic[S]):
         if spec.create_snapshot_fn is None:
             supplier.replayable = False
             supplier.kind = "a SourceBuilder source without snapshot functions"
-        return Source(
+        kind = BatchSource if spec.bounded else StreamSource
+        return kind(
             spec.name,
             supplier,
-            bounded=spec.bounded,
             local_parallelism=self.local_parallelism,
             timestamped=spec.timestamped,
             allowed_lag=self.allowed_lag,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jetspark.core.pipeline.connectors import Sink, Source
+from jetspark.core.pipeline.connectors import Sink, StreamSource
 from jetspark.processors.event_time import EventTimePolicy
 from jetspark.processors.kafka import KafkaRecord, Properties, stream_kafka_p, write_kafka_p
 
@@ -21,7 +21,7 @@ class KafkaSources:
         *topics: str,
         projection_fn: Callable[[KafkaRecord], Any] | None = None,
         **options: Any,
-    ) -> Source:
+    ) -> StreamSource:
         """The records of `topics`, unbounded (a StreamStage): `(key, value)` tuples, or
         `projection_fn(record)`. `add_timestamps` right after it goes into the source, which
         keeps a watermark per partition and marks quiet ones idle. `options` are those of
@@ -34,7 +34,7 @@ class KafkaSources:
         supplier = stream_kafka_p(properties, *topics, projection_fn=projection_fn, **options)
         options = dict(options)
         name = f"kafkaSource({', '.join(topics)})"
-        return Source(name, supplier, bounded=False, with_event_time=with_event_time)
+        return StreamSource(name, supplier, with_event_time=with_event_time)
 
 
 def _entry_key(entry: tuple[Any, Any]) -> Any:

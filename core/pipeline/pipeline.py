@@ -3,9 +3,11 @@ stages, drain to sinks; `to_dag()` plans the Core DAG that an engine runs."""
 
 from __future__ import annotations
 
+from typing import overload
+
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
-from jetspark.core.pipeline.connectors import Sink, Source
+from jetspark.core.pipeline.connectors import BatchSource, Sink, Source, StreamSource
 from jetspark.core.pipeline.planner import Planner
 from jetspark.core.pipeline.stages import BatchStage, ComputeStage, SinkStage, StreamStage
 from jetspark.core.pipeline.transforms import SinkTransform, SourceTransform, Transform
@@ -25,6 +27,15 @@ class Pipeline:
         """A new, empty pipeline."""
         return Pipeline(name)
 
+    @overload
+    def draw_from(self, source: BatchSource) -> BatchStage: ...
+
+    @overload
+    def draw_from(self, source: StreamSource) -> StreamStage: ...
+
+    @overload
+    def draw_from(self, source: Source) -> BatchStage | StreamStage: ...
+
     def draw_from(self, source: Source) -> BatchStage | StreamStage:
         """A stage emitting the items of `source`: a BatchStage for a bounded source, a
         StreamStage for an unbounded one."""
@@ -38,6 +49,15 @@ class Pipeline:
         if source.bounded:
             return BatchStage(self, transform)
         return StreamStage(self, transform)
+
+    @overload
+    def read_from(self, source: BatchSource) -> BatchStage: ...
+
+    @overload
+    def read_from(self, source: StreamSource) -> StreamStage: ...
+
+    @overload
+    def read_from(self, source: Source) -> BatchStage | StreamStage: ...
 
     def read_from(self, source: Source) -> BatchStage | StreamStage:
         """Jet 4's name of `draw_from`: the same stage."""

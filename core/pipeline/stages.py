@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 _S = TypeVar("_S", bound="ComputeStage")
 _T = TypeVar("_T")
+_Stage = TypeVar("_Stage", bound="Stage")
+"""A stage's own kind, which its setters return."""
 """The kind of stage an operation returns: a batch stage's give batch stages, and so on."""
 
 
@@ -82,14 +84,14 @@ class Stage(_NamesTheKindsThatHaveIt):
         """The stage's name: the vertex it plans to (or the prefix of its vertices)."""
         return self.transform.name
 
-    def set_name(self, name: str) -> Stage:
+    def set_name(self: _Stage, name: str) -> _Stage:
         """Names the stage: its vertices, snapshot state, metrics and errors carry the name."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"set_name takes a non-empty str, got {name!r}")
         self.transform.name = name
         return self
 
-    def set_local_parallelism(self, n: int) -> Stage:
+    def set_local_parallelism(self: _Stage, n: int) -> _Stage:
         """How many processors each member runs for this stage (-1: the engine's default)."""
         if not isinstance(n, int) or isinstance(n, bool) or (n < 1 and n != -1):
             raise ValueError(

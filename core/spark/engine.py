@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import InheritableThread, SparkContext
 
 from jetspark.core.config import JobConfig
-from jetspark.core.dag import DAG
+from jetspark.core.dag import DAG, PlansADag
 from jetspark.core.errors import JobFailedError
 from jetspark.core.job import Job, checked_submission, end_jobs, warn_at_submission
 from jetspark.core.runtime.plan import plan_job
@@ -114,7 +114,7 @@ class SparkEngine:
         """The driver-side dict called `name`."""
         return self.stores.get_map(name)
 
-    def explain(self, dag: DAG, config: JobConfig | None = None) -> str:
+    def explain(self, dag: DAG | PlansADag, config: JobConfig | None = None) -> str:
         """The plan Spark would run for `dag` in the mode `config` chooses: stages and
         shuffles, or the continuous plan (members, task slots, edges as streams)."""
         dag, config = checked_submission(dag, config)
@@ -133,7 +133,7 @@ class SparkEngine:
 
     def new_job(
         self,
-        dag: DAG,
+        dag: DAG | PlansADag,
         config: JobConfig | None = None,
         *,
         snapshot_store: SnapshotStore | None = None,
