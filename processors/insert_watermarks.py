@@ -12,6 +12,7 @@ from jetspark.core.outbox import Outbox
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.core.traversers import AppendableTraverser
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
+from jetspark.processors.events import JetEvent
 from jetspark.processors.snapshots import RestoredMinimum
 from jetspark.processors.watermark_policies import (
     MIN_TIMESTAMP,
@@ -32,6 +33,9 @@ class InsertWatermarksP(AbstractProcessor):
     lull) and, after `idle_timeout_ms` without items (> 0 enables it), emits IDLE_MESSAGE once
     so downstream coalescing ignores this input until its next item.
 
+    With `as_events`, each item goes out as `JetEvent(timestamp, item)` (a JetEvent's own item
+    when it is one): the stamping and the watermarks in one vertex.
+
     Snapshot: the last emitted watermark under a broadcast key; every restored processor resumes
     from the minimum of all saved ones (after rescaling it may carry any of their streams).
     At-least-once: replayed items pass through again, and watermarks resume from that minimum.
@@ -44,8 +48,10 @@ class InsertWatermarksP(AbstractProcessor):
         emission_policy: WatermarkEmissionPolicy,
         idle_timeout_ms: int,
         clock: Clock,
+        as_events: bool = False,
     ) -> None:
         self._timestamp_fn = timestamp_fn
+        self._as_events = as_events
         self._policy = wm_policy()
         self._emission_policy = emission_policy
         self._idle_timeout = idle_timeout_ms
@@ -79,10 +85,14 @@ class InsertWatermarksP(AbstractProcessor):
         self._idle = False
         offer = self.outbox.offer
         timestamp_fn, report_event = self._timestamp_fn, self._policy.report_event
+        as_events = self._as_events
         unchanged = None  # the policy's watermark when it last made no new one to emit
         while queue:
             item = queue[0]
-            watermark_now = report_event(timestamp_fn(item))
+            timestamp = timestamp_fn(item)
+            watermark_now = report_event(timestamp)
+            if as_events:
+                item = _event(timestamp, item)
             # the emission policy is a function of (watermark, last emitted): asked again with
             # both unchanged, it answers "nothing new" again (most items, in order)
             if watermark_now != unchanged:
@@ -106,8 +116,9 @@ class InsertWatermarksP(AbstractProcessor):
             if self._idle_timeout > 0:
                 self._last_item_at = self._clock()
             self._idle = False
-            self._offer_watermark(self._policy.report_event(self._timestamp_fn(item)))
-            self._out.append(item)
+            timestamp = self._timestamp_fn(item)
+            self._offer_watermark(self._policy.report_event(timestamp))
+            self._out.append(_event(timestamp, item) if self._as_events else item)
             self._emitting = True
         return self._flush()
 
@@ -154,6 +165,11 @@ class InsertWatermarksP(AbstractProcessor):
         return True
 
 
+def _event(timestamp: int, item: Any) -> JetEvent:
+    """`item` (a JetEvent's item, when it is one) as an event at `timestamp`."""
+    return JetEvent(timestamp, item.item if type(item) is JetEvent else item)
+
+
 def insert_watermarks_p(
     timestamp_fn: Callable[[Any], int],
     wm_policy: WatermarkPolicySupplier,
@@ -161,10 +177,12 @@ def insert_watermarks_p(
     idle_timeout_ms: int = 0,
     *,
     clock: Clock = monotonic_ms,
+    as_events: bool = False,
 ) -> ProcessorFn:
     """Inserts watermarks into the stream: `wm_policy` (a supplier such as `limiting_lag(100)`)
     computes them from `timestamp_fn(item)` and `emission_policy` throttles them; IDLE_MESSAGE
     follows `idle_timeout_ms` without items (0: never), measured by `clock` (milliseconds).
+    `as_events`: each item leaves as `JetEvent(timestamp, item)`.
     """
     if hasattr(wm_policy, "report_event") or not callable(wm_policy):
         raise TypeError(
@@ -172,5 +190,5 @@ def insert_watermarks_p(
             f"limiting_lag(100), not {type(wm_policy).__name__}: each processor needs its own"
         )
     return lambda: InsertWatermarksP(
-        timestamp_fn, wm_policy, emission_policy, idle_timeout_ms, clock
+        timestamp_fn, wm_policy, emission_policy, idle_timeout_ms, clock, as_events
     )

@@ -119,7 +119,7 @@ def test_a_sliding_window_is_split_by_frame_as_a_hand_built_dag() -> None:
     ]
 
 
-def test_stages_after_add_timestamps_get_events_stamped_beside_the_source() -> None:
+def test_stages_after_add_timestamps_get_events_stamped_and_watermarked_in_one_vertex() -> None:
     p = Pipeline.create()
     (
         p.draw_from(Sources.journal("events"))
@@ -130,11 +130,25 @@ def test_stages_after_add_timestamps_get_events_stamped_beside_the_source() -> N
         .aggregate(counting())
         .drain_to(Sinks.list("windows"))
     )
-    assert shape(p)[:4] == [
-        ("journalSource(events)", "add-timestamps-stamp", "ISOLATED", False, 0),
-        ("add-timestamps-stamp", "add-timestamps", "ISOLATED", False, 0),
+    assert shape(p)[:3] == [
+        ("journalSource(events)", "add-timestamps", "ISOLATED", False, 0),
         ("add-timestamps", "fused(map, filter)", "UNICAST", False, 0),
         ("fused(map, filter)", "tumbling-window-step1", "UNICAST", False, 0),
+    ]
+
+
+def test_a_timestamped_stage_read_by_a_window_and_a_sink_plans_no_stamp_and_no_unwrap() -> None:
+    p = Pipeline.create()
+    stamped = p.draw_from(Sources.stream_journal("events")).add_timestamps(_first, 0)
+    stamped.window(WindowDefinition.tumbling(10)).aggregate(counting()).drain_to(Sinks.list("w"))
+    stamped.drain_to(Sinks.list("raw"))
+    assert [v.name for v in p.to_dag().vertices()] == [
+        "streamJournalSource(events)",
+        "add-timestamps",
+        "tumbling-window-step1",
+        "tumbling-window-step2",
+        "listSink(w)",
+        "listSink(raw)",
     ]
 
 

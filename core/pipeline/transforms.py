@@ -181,8 +181,10 @@ class TimestampTransform(Transform):
         self.idle_timeout = idle_timeout
 
     def emits_events(self, planner: Planner) -> bool:
+        """Plain items where every reader is a window (it reads the timestamp itself) or a
+        sink's unwrapping (it wants the items): no event wrapped only to be unwrapped."""
         return planner.events(self.upstream[0]) or not all(
-            isinstance(t, WindowTransform) for t in planner.downstream(self)
+            isinstance(t, WindowTransform) or is_unwrap(t) for t in planner.downstream(self)
         )
 
     def add_to_dag(self, planner: Planner) -> None:
@@ -202,13 +204,15 @@ class TimestampTransform(Transform):
             vertex = planner.add_vertex(self, name, watermarks, parallelism)
             planner.connect(self, vertex, lambda edge, _: edge.isolated())
             return
-        stamp = planner.dag.new_vertex(f"{name}-stamp", map_p(_Stamp(timestamp)), parallelism)
-        planner.connect(self, stamp, lambda edge, _: edge.isolated())
         watermarks = insert_watermarks_p(
-            event_timestamp, limiting_lag(self.lag), planner.emission_policy, self.idle_timeout
+            timestamp,
+            limiting_lag(self.lag),
+            planner.emission_policy,
+            self.idle_timeout,
+            as_events=True,
         )
         vertex = planner.add_vertex(self, name, watermarks, parallelism)
-        planner.dag.edge(Edge.between(stamp, vertex).isolated())
+        planner.connect(self, vertex, lambda edge, _: edge.isolated())
 
     def _add_after_source_with_event_time(
         self, planner: Planner, name: str, parallelism: int, timestamp: Callable[[Any], int]
