@@ -52,6 +52,7 @@ GROUP_ROWS = {
     "pipeline": ("18a", "18b", "18c"),
     "recovery": ("19a", "19b"),
     "kafka": ("20a", "20b", "20c"),
+    "service": ("21a",),
 }
 """The rows each group of `python -m bench --rows` produces (latency: every row 15*, 16*, 17*)."""
 BATCH_GROUPS = tuple(

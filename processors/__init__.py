@@ -23,6 +23,16 @@ from jetspark.processors.functions import entry, entry_key, entry_value, whole_i
 from jetspark.processors.inference import map_batched_using_context_p, map_using_model_p
 from jetspark.processors.insert_watermarks import insert_watermarks_p
 from jetspark.processors.journal import read_journal_p, stream_journal_p
+from jetspark.processors.service import (
+    ServiceFactories,
+    ServiceFactory,
+    filter_using_service_p,
+    flat_map_using_service_async_p,
+    flat_map_using_service_p,
+    map_using_service_async_batched_p,
+    map_using_service_async_p,
+    map_using_service_p,
+)
 from jetspark.processors.session_window import aggregate_to_session_window_p
 from jetspark.processors.sinks import (
     write_buffered_p,
@@ -45,6 +55,7 @@ from jetspark.processors.sources import (
     read_map_p,
     read_rdd_p,
 )
+from jetspark.processors.stateful import filter_stateful_p, flat_map_stateful_p, map_stateful_p
 from jetspark.processors.stream_files import stream_files_p
 from jetspark.processors.stream_sources import read_stream_p, stream_socket_p, write_socket_p
 from jetspark.processors.transforms import (
@@ -60,6 +71,8 @@ from jetspark.processors.wrappers import non_cooperative_p
 
 __all__ = [
     "ContextFactory",
+    "ServiceFactories",
+    "ServiceFactory",
     "accumulate_by_frame_p",
     "accumulate_by_key_p",
     "accumulate_p",
@@ -74,14 +87,23 @@ __all__ = [
     "entry_key",
     "entry_value",
     "filter_p",
+    "filter_stateful_p",
+    "filter_using_service_p",
     "flat_map_p",
+    "flat_map_stateful_p",
     "flat_map_using_context_p",
+    "flat_map_using_service_async_p",
+    "flat_map_using_service_p",
     "generate_p",
     "insert_watermarks_p",
     "map_batched_using_context_p",
     "map_p",
+    "map_stateful_p",
     "map_using_context_p",
     "map_using_model_p",
+    "map_using_service_async_batched_p",
+    "map_using_service_async_p",
+    "map_using_service_p",
     "non_cooperative_p",
     "noop_p",
     "peek_input_p",

@@ -48,12 +48,13 @@ class MapP(AbstractProcessor):
 
 @dataclass(frozen=True)
 class _KeepIf:
-    """The item if `predicate(item)` holds, else None: filtering expressed as a map."""
+    """The item (the last argument) if `predicate(*args)` holds, else None: filtering expressed
+    as a map, of `(item)` or of `(service, item)`."""
 
-    predicate: Callable[[Any], Any]
+    predicate: Callable[..., Any]
 
-    def __call__(self, item: Any) -> Any:
-        return item if self.predicate(item) else None
+    def __call__(self, *args: Any) -> Any:
+        return args[-1] if self.predicate(*args) else None
 
 
 class FlatMapP(AbstractProcessor):
@@ -161,31 +162,39 @@ class ContextFactory:
 
 
 class _ContextBound:
-    """`fn(ctx, item)` called as `bound(item)`, with `ctx` made by a ContextFactory on `open`."""
+    """`fn(ctx, item)` called as `bound(item)`, with `ctx` made by `create(context)` on `open`
+    and released by `destroy(ctx)` on `close`; `cooperative` is what the processor declares."""
 
-    def __init__(self, factory: ContextFactory, fn: Callable[[Any, Any], Any]) -> None:
-        self.factory = factory
+    def __init__(
+        self,
+        fn: Callable[[Any, Any], Any],
+        create: Callable[[Context], Any],
+        destroy: Callable[[Any], None] | None = None,
+        cooperative: bool = True,
+    ) -> None:
         self._fn = fn
+        self._create = create
+        self._destroy = destroy
+        self.cooperative = cooperative
         self._ctx: Any = NOTHING
 
     def open(self, context: Context) -> None:
         """Creates the context object for the processor of `context`."""
-        self._ctx = self.factory.create_fn(context)
+        self._ctx = self._create(context)
 
     def __call__(self, item: Any) -> Any:
         return self._fn(self._ctx, item)
 
     def close(self) -> None:
         """Destroys the context object, if one was created."""
-        destroy = self.factory.destroy_fn
-        if destroy is not None and self._ctx is not NOTHING:
-            destroy(self._ctx)
+        if self._destroy is not None and self._ctx is not NOTHING:
+            self._destroy(self._ctx)
         self._ctx = NOTHING
 
 
 class UsingContextP(ProcessorWrapper):
     """Runs a processor whose function takes a context object: opens it before the wrapped
-    processor's init and closes it after its close; cooperative as the factory says.
+    processor's init and closes it after its close; cooperative as the bound function says.
     """
 
     def __init__(self, wrapped: Processor, bound: _ContextBound) -> None:
@@ -197,7 +206,7 @@ class UsingContextP(ProcessorWrapper):
         super().init(outbox, context)
 
     def is_cooperative(self) -> bool:
-        return self._bound.factory.cooperative
+        return self._bound.cooperative
 
     def close(self) -> None:
         try:
@@ -206,13 +215,20 @@ class UsingContextP(ProcessorWrapper):
             self._bound.close()
 
 
+def _using_bound(
+    bound: _ContextBound, processor_type: Callable[[Callable[[Any], Any]], Processor]
+) -> Processor:
+    """`processor_type(bound)` run by a UsingContextP that opens and closes `bound`."""
+    return UsingContextP(processor_type(bound), bound)
+
+
 def _using_context(
     factory: ContextFactory,
     fn: Callable[[Any, Any], Any],
     processor_type: Callable[[Callable[[Any], Any]], Processor],
 ) -> Processor:
-    bound = _ContextBound(factory, fn)
-    return UsingContextP(processor_type(bound), bound)
+    bound = _ContextBound(fn, factory.create_fn, factory.destroy_fn, factory.cooperative)
+    return _using_bound(bound, processor_type)
 
 
 def map_using_context_p(

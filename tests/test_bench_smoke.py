@@ -30,6 +30,7 @@ ROWS = {
     "17",
     *("18a", "18b", "18c"),
     *("20a", "20b", "20c"),
+    "21a",
 }
 OPTIONAL_ROWS = {"13b", "14b", "14c", "19a", "19b"}
 """Rows whose baseline needs the `bench` extra (pandas, pyarrow), or root (19a-b: network

@@ -29,6 +29,7 @@ from jetspark.core.pipeline.transforms import (
     RebalanceTransform,
     RollingAggregateTransform,
     SinkTransform,
+    StatefulTransform,
     StatelessTransform,
     TimestampTransform,
     Transform,
@@ -188,6 +189,34 @@ class ComputeStage(Stage, abc.ABC):
         if key is None and partitioner is not None:
             raise TypeError(f"stage '{self.name}': rebalance's partitioner needs a key_fn")
         return self._then(RebalanceTransform(self.transform, key))
+
+    def map_stateful(
+        self: _S, create_fn: Callable[[], Any], map_fn: Callable[[Any, Any], Any]
+    ) -> _S:
+        """`map_fn(state, item)` for each item (None: nothing), one `state = create_fn()` for
+        the whole stage, updated in place, saved in snapshots (so picklable); runs on one
+        processor (Jet 4's `mapStateful`)."""
+        return self._stateful("map", "map_stateful", create_fn, map_fn)
+
+    def filter_stateful(
+        self: _S, create_fn: Callable[[], Any], filter_fn: Callable[[Any, Any], bool]
+    ) -> _S:
+        """The items for which `filter_fn(state, item)` is true; state as in map_stateful."""
+        return self._stateful("filter", "filter_stateful", create_fn, filter_fn)
+
+    def flat_map_stateful(
+        self: _S, create_fn: Callable[[], Any], flat_map_fn: Callable[[Any, Any], Any]
+    ) -> _S:
+        """Every item of the iterable `flat_map_fn(state, item)` (None: nothing); state as in
+        map_stateful."""
+        return self._stateful("flat_map", "flat_map_stateful", create_fn, flat_map_fn)
+
+    def _stateful(
+        self: _S, kind: str, name: str, create_fn: Callable[[], Any], fn: Callable[..., Any]
+    ) -> _S:
+        _check_callable(create_fn, name, self.name)
+        _check_callable(fn, name, self.name)
+        return self._then(StatefulTransform(self.transform, kind, create_fn, fn, None))
 
     @abc.abstractmethod
     def grouping_key(
@@ -530,6 +559,72 @@ class StageWithKey(_NamesTheKindsThatHaveIt, Generic[_S]):
             self.stage.transform, self.key_fn, aggr_op, map_to_output_fn
         )
         return self.stage._then(transform)
+
+    def map_stateful(
+        self,
+        create_fn: Callable[[], Any],
+        map_fn: Callable[[Any, Any, Any], Any],
+        ttl: int = 0,
+        on_evict_fn: Callable[[Any, Any, int], Any] | None = None,
+    ) -> _S:
+        """`map_fn(state, key, item)` for each item (None: nothing), a `state = create_fn()`
+        per key, updated in place and saved in snapshots (so picklable), restored by key after
+        a rescale (Jet 4's keyed `mapStateful`). On a timestamped stream, `ttl` (ms of event
+        time) evicts a key's state once the watermark passes its latest item + ttl, emitting
+        `on_evict_fn(state, key, watermark)` (None: nothing); later items of the key start a
+        new state, and items behind the watermark are dropped as late."""
+        return self._stateful("map", "map_stateful", create_fn, map_fn, ttl, on_evict_fn)
+
+    def filter_stateful(
+        self,
+        create_fn: Callable[[], Any],
+        filter_fn: Callable[[Any, Any], bool],
+        ttl: int = 0,
+    ) -> _S:
+        """The items for which `filter_fn(state, item)` is true (Jet's keyed filter gets no
+        key), a state per key as in map_stateful; `ttl` evicts without output."""
+        return self._stateful("filter", "filter_stateful", create_fn, filter_fn, ttl, None)
+
+    def flat_map_stateful(
+        self,
+        create_fn: Callable[[], Any],
+        flat_map_fn: Callable[[Any, Any, Any], Any],
+        ttl: int = 0,
+        on_evict_fn: Callable[[Any, Any, int], Any] | None = None,
+    ) -> _S:
+        """Every item of the iterable `flat_map_fn(state, key, item)` (None: nothing), and of
+        `on_evict_fn(state, key, watermark)`; otherwise as map_stateful."""
+        return self._stateful(
+            "flat_map", "flat_map_stateful", create_fn, flat_map_fn, ttl, on_evict_fn
+        )
+
+    def _stateful(
+        self,
+        kind: str,
+        name: str,
+        create_fn: Callable[[], Any],
+        fn: Callable[..., Any],
+        ttl: int,
+        on_evict_fn: Callable[[Any, Any, int], Any] | None,
+    ) -> _S:
+        stage = self.stage
+        _check_callable(create_fn, name, stage.name)
+        _check_callable(fn, name, stage.name)
+        if on_evict_fn is not None:
+            _check_callable(on_evict_fn, name, stage.name)
+        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
+            raise ValueError(f"stage '{stage.name}': {name}'s ttl must be an int >= 0 (ms)")
+        if ttl and not stage.transform.timestamped:
+            raise DagValidationError(
+                f"stage '{stage.name}': {name} with a ttl needs timestamps (add_timestamps "
+                "before grouping_key): the ttl is measured in event time"
+            )
+        if on_evict_fn is not None and not ttl:
+            raise ValueError(f"stage '{stage.name}': {name}'s on_evict_fn needs a ttl > 0")
+        transform = StatefulTransform(
+            stage.transform, kind, create_fn, fn, self.key_fn, ttl, on_evict_fn
+        )
+        return stage._then(transform)
 
     def custom_transform(self, name: str, processor_supplier: Any) -> _S:
         """A vertex of any Core API processor, its input partitioned by this stage's key, so

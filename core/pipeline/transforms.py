@@ -41,6 +41,11 @@ from jetspark.processors.sliding_window import (
     aggregate_to_sliding_window_p,
     combine_to_sliding_window_p,
 )
+from jetspark.processors.stateful import (
+    filter_stateful_p,
+    flat_map_stateful_p,
+    map_stateful_p,
+)
 from jetspark.processors.transforms import (
     ContextFactory,
     flat_map_using_context_p,
@@ -421,6 +426,89 @@ class RollingAggregateTransform(Transform):
         )
         partitioner = partitioner_of([self.key_fn])
         planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(key, partitioner))
+
+
+class StatefulTransform(Transform):
+    """`map_stateful`, `filter_stateful`, `flat_map_stateful` (Jet 4): a state per key on the
+    processor that owns the key; ungrouped, one state for the whole stage, on one processor
+    (a constant key, as Jet plans it)."""
+
+    def __init__(
+        self,
+        upstream: Transform,
+        kind: str,
+        create_fn: Callable[[], Any],
+        fn: Callable[..., Any],
+        key_fn: Callable[[Any], Any] | None,
+        ttl: int = 0,
+        on_evict_fn: Callable[[Any, Any, int], Any] | None = None,
+    ) -> None:
+        super().__init__((upstream,), upstream.timestamped)
+        self.kind = kind
+        self.create_fn = create_fn
+        self.fn = fn
+        self.key_fn = key_fn
+        self.ttl = ttl
+        self.on_evict_fn = on_evict_fn
+        scope = "global" if key_fn is None else "keyed"
+        self.name = self.default_name = f"{kind.replace('_', '-')}-stateful-{scope}"
+
+    def add_to_dag(self, planner: Planner) -> None:
+        events = planner.events(self.upstream[0])
+        grouped = self.key_fn is not None
+        key_fn = self.key_fn if self.key_fn is not None else _constant_key
+        key = on_item(key_fn, events)
+        fn = _StatefulFn(self.kind, self.fn, events, grouped and self.kind != "filter")
+        evict = None if self.on_evict_fn is None else _EvictFn(self.kind, self.on_evict_fn, events)
+        make = {"map": map_stateful_p, "flat_map": flat_map_stateful_p}.get(self.kind)
+        options: dict[str, Any] = {"key_fn": key, "ttl": self.ttl}
+        if self.ttl:
+            options["timestamp_fn"] = event_timestamp
+        if make is None:
+            supplier = filter_stateful_p(self.create_fn, fn, **options)
+        else:
+            supplier = make(self.create_fn, fn, on_evict_fn=evict, **options)
+        parallelism = self.local_parallelism if grouped else 1
+        vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, parallelism)
+        partitioner = partitioner_of([key_fn])
+        planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(key, partitioner))
+
+
+@dataclass(frozen=True)
+class _StatefulFn:
+    """The user's stateful function on an item as they see it: `fn(state, key, item)` where
+    `with_key`, else `fn(state, item)`; its results keep the event's timestamp."""
+
+    kind: str
+    fn: Callable[..., Any]
+    events: bool
+    with_key: bool
+
+    def __call__(self, state: Any, key: Any, item: Any) -> Any:
+        payload = item.item if self.events else item
+        result = self.fn(state, key, payload) if self.with_key else self.fn(state, payload)
+        if not self.events or self.kind == "filter" or result is None:
+            return result
+        if self.kind == "map":
+            return JetEvent(item.timestamp, result)
+        return [JetEvent(item.timestamp, one) for one in result]
+
+
+@dataclass(frozen=True)
+class _EvictFn:
+    """The user's `on_evict_fn(state, key, watermark)`, its results events at the watermark."""
+
+    kind: str
+    fn: Callable[[Any, Any, int], Any]
+    events: bool
+
+    def __call__(self, state: Any, key: Any, watermark: int) -> Any:
+        result = self.fn(state, key, watermark)
+        if not self.events or result is None:
+            return result
+        if self.kind == "map":
+            return JetEvent(watermark, result)
+        return [JetEvent(watermark, one) for one in result]
 
 
 @dataclass(frozen=True)
