@@ -19,6 +19,7 @@ from jetspark.core.pipeline.items import ItemsByTag, Tag, TimestampedItem, items
 from jetspark.core.pipeline.joins import JoinClause
 from jetspark.core.pipeline.transforms import (
     AggregateTransform,
+    AsyncServiceTransform,
     ContextTransform,
     CustomTransform,
     DistinctTransform,
@@ -42,6 +43,7 @@ from jetspark.partitioning import Partitioner
 from jetspark.processors.aggregate import AggregateOperation, co_aggregate, pick_any
 from jetspark.processors.event_time import DEFAULT_IDLE_TIMEOUT_MS
 from jetspark.processors.functions import entry, whole_item
+from jetspark.processors.service import ServiceFactory
 from jetspark.processors.transforms import ContextFactory
 from jetspark.processors.watermark_policies import wall_clock_ms
 
@@ -247,18 +249,111 @@ class ComputeStage(Stage, abc.ABC):
             context_factory, "flat_map", flat_map_fn, "flat-map-using-context"
         )
 
+    def map_using_service(
+        self: _S, service_factory: ServiceFactory, map_fn: Callable[[Any, Any], Any]
+    ) -> _S:
+        """`map_fn(service, item)` per item (None: nothing), the service made per processor by
+        `service_factory` (Jet 4's `mapUsingService`)."""
+        return self._using_context(service_factory, "map", map_fn, "map-using-service")
+
+    def filter_using_service(
+        self: _S, service_factory: ServiceFactory, filter_fn: Callable[[Any, Any], Any]
+    ) -> _S:
+        """Keeps the items for which `filter_fn(service, item)` is true."""
+        return self._using_context(service_factory, "filter", filter_fn, "filter-using-service")
+
+    def flat_map_using_service(
+        self: _S, service_factory: ServiceFactory, flat_map_fn: Callable[[Any, Any], Any]
+    ) -> _S:
+        """Emits the items of `flat_map_fn(service, item)`."""
+        return self._using_context(
+            service_factory, "flat_map", flat_map_fn, "flat-map-using-service"
+        )
+
+    def map_using_service_async(
+        self: _S,
+        service_factory: ServiceFactory,
+        map_async_fn: Callable[[Any, Any], Any],
+        max_concurrent_ops: int = 4,
+        preserve_order: bool = True,
+    ) -> _S:
+        """The result of the awaitable or `concurrent.futures.Future` that
+        `map_async_fn(service, item)` returns (None, or a None result: nothing), at most
+        `max_concurrent_ops` operations in flight per processor, in input order unless
+        `preserve_order=False`; exactly-once across snapshots (Jet 4's
+        `mapUsingServiceAsync`)."""
+        return self._async(service_factory, "map", map_async_fn, max_concurrent_ops, preserve_order)
+
+    def flat_map_using_service_async(
+        self: _S,
+        service_factory: ServiceFactory,
+        flat_map_async_fn: Callable[[Any, Any], Any],
+        max_concurrent_ops: int = 4,
+        preserve_order: bool = True,
+    ) -> _S:
+        """Every item of the iterable the operation `flat_map_async_fn(service, item)`
+        completes with; otherwise as map_using_service_async."""
+        return self._async(
+            service_factory, "flat_map", flat_map_async_fn, max_concurrent_ops, preserve_order
+        )
+
+    def map_using_service_async_batched(
+        self: _S,
+        service_factory: ServiceFactory,
+        max_batch_size: int,
+        map_async_batched_fn: Callable[[Any, list[Any]], Any],
+    ) -> _S:
+        """`map_async_batched_fn(service, items)` on up to `max_batch_size` items at a time,
+        completing with one result per item (None: nothing for it), in order (Jet 4's
+        `mapUsingServiceAsyncBatched`)."""
+        return self._async(
+            service_factory, "batched", map_async_batched_fn, 2, True, max_batch_size
+        )
+
+    def _async(
+        self: _S,
+        factory: ServiceFactory,
+        kind: str,
+        fn: Callable[..., Any],
+        max_concurrent_ops: int,
+        preserve_order: bool,
+        max_batch_size: int = 0,
+        key_fn: Callable[[Any], Any] | None = None,
+    ) -> _S:
+        names = {"map": "map", "flat_map": "flat-map", "batched": "map"}
+        name = f"{names[kind]}-using-service-async" + ("-batched" if kind == "batched" else "")
+        if not isinstance(factory, (ContextFactory, ServiceFactory)):
+            raise TypeError(
+                f"stage '{self.name}': {name} takes a ServiceFactory, got {type(factory).__name__}"
+            )
+        _check_callable(fn, name, self.name)
+        return self._then(
+            AsyncServiceTransform(
+                self.transform,
+                name,
+                factory,
+                kind,
+                fn,
+                key_fn,
+                max_concurrent_ops,
+                preserve_order,
+                max_batch_size,
+            )
+        )
+
     def _using_context(
         self: _S,
-        factory: ContextFactory,
+        factory: ContextFactory | ServiceFactory,
         kind: str,
         fn: Callable[..., Any],
         name: str,
         key_fn: Callable[[Any], Any] | None = None,
     ) -> _S:
-        if not isinstance(factory, ContextFactory):
+        if not isinstance(factory, (ContextFactory, ServiceFactory)):
             raise TypeError(
-                f"stage '{self.name}': {name} takes a ContextFactory "
-                f"(ContextFactory.with_create_fn(fn)), got {type(factory).__name__}"
+                f"stage '{self.name}': {name} takes a ServiceFactory "
+                "(ServiceFactories.non_shared_service(fn), ...) or a ContextFactory, got "
+                f"{type(factory).__name__}"
             )
         _check_callable(fn, name, self.name)
         transform = ContextTransform(self.transform, name, factory, kind, fn, key_fn)
@@ -656,6 +751,48 @@ class StageWithKey(_NamesTheKindsThatHaveIt, Generic[_S]):
         """Emits the items of `flat_map_fn(ctx, key, item)`."""
         return self.stage._using_context(
             context_factory, "flat_map", flat_map_fn, "flat-map-using-context", self.key_fn
+        )
+
+    def map_using_service(
+        self, service_factory: ServiceFactory, map_fn: Callable[[Any, Any, Any], Any]
+    ) -> _S:
+        """`map_fn(service, key, item)`; the items of one key always meet the same service."""
+        return self.stage._using_context(
+            service_factory, "map", map_fn, "map-using-service", self.key_fn
+        )
+
+    def filter_using_service(
+        self, service_factory: ServiceFactory, filter_fn: Callable[[Any, Any, Any], Any]
+    ) -> _S:
+        """Keeps the items for which `filter_fn(service, key, item)` is true."""
+        return self.stage._using_context(
+            service_factory, "filter", filter_fn, "filter-using-service", self.key_fn
+        )
+
+    def flat_map_using_service(
+        self, service_factory: ServiceFactory, flat_map_fn: Callable[[Any, Any, Any], Any]
+    ) -> _S:
+        """Emits the items of `flat_map_fn(service, key, item)`."""
+        return self.stage._using_context(
+            service_factory, "flat_map", flat_map_fn, "flat-map-using-service", self.key_fn
+        )
+
+    def map_using_service_async(
+        self,
+        service_factory: ServiceFactory,
+        map_async_fn: Callable[[Any, Any, Any], Any],
+        max_concurrent_ops: int = 4,
+        preserve_order: bool = True,
+    ) -> _S:
+        """`map_async_fn(service, key, item)`'s operation per item, the input partitioned by
+        the key; otherwise as the ungrouped map_using_service_async."""
+        return self.stage._async(
+            service_factory,
+            "map",
+            map_async_fn,
+            max_concurrent_ops,
+            preserve_order,
+            key_fn=self.key_fn,
         )
 
 

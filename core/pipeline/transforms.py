@@ -12,6 +12,7 @@ adapts the user's functions to the form of its inputs when it is planned.
 from __future__ import annotations
 
 import abc
+import concurrent.futures
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,14 @@ from jetspark.processors.functions import PerOrdinal, entry_key
 from jetspark.processors.hash_join import hash_join_collect_p, hash_join_p
 from jetspark.processors.insert_watermarks import insert_watermarks_p
 from jetspark.processors.rolling import distinct_p, rolling_aggregate_p
+from jetspark.processors.service import (
+    ServiceFactory,
+    flat_map_using_service_async_p,
+    flat_map_using_service_p,
+    map_using_service_async_batched_p,
+    map_using_service_async_p,
+    map_using_service_p,
+)
 from jetspark.processors.session_window import aggregate_to_session_window_p
 from jetspark.processors.sliding_window import (
     accumulate_by_frame_p,
@@ -747,7 +756,7 @@ class ContextTransform(Transform):
         self,
         upstream: Transform,
         name: str,
-        factory: ContextFactory,
+        factory: ContextFactory | ServiceFactory,
         kind: str,
         fn: Callable[..., Any],
         key_fn: Callable[[Any], Any] | None,
@@ -765,7 +774,12 @@ class ContextTransform(Transform):
     def add_to_dag(self, planner: Planner) -> None:
         events = planner.events(self.upstream[0])
         bound = _ContextFn(self.kind, self.fn, events, planner.events(self), self.key_fn)
-        if self.kind == "flat_map":
+        flat = self.kind == "flat_map"
+        supplier: Any
+        if isinstance(self.factory, ServiceFactory):
+            make = flat_map_using_service_p if flat else map_using_service_p
+            supplier = make(self.factory, bound)
+        elif flat:
             supplier = flat_map_using_context_p(self.factory, bound)
         else:
             supplier = map_using_context_p(self.factory, bound)
@@ -805,6 +819,149 @@ class _ContextFn:
         if self.kind == "flat_map":
             return [JetEvent(item.timestamp, r) for r in result if r is not None]
         return JetEvent(item.timestamp, result)
+
+
+class AsyncServiceTransform(Transform):
+    """`map_using_service_async`, its flat-map and batched forms (Jet 4): the operations
+    `fn(service, item)` starts (`fn(service, key, item)` keyed, the input then partitioned by
+    the key), at most `max_concurrent_ops` in flight per processor."""
+
+    def __init__(
+        self,
+        upstream: Transform,
+        name: str,
+        factory: ContextFactory | ServiceFactory,
+        kind: str,
+        fn: Callable[..., Any],
+        key_fn: Callable[[Any], Any] | None,
+        max_concurrent_ops: int,
+        preserve_order: bool = True,
+        max_batch_size: int = 0,
+    ) -> None:
+        super().__init__((upstream,), upstream.timestamped)
+        self.name = self.default_name = name
+        self.factory = factory
+        self.kind = kind
+        self.fn = fn
+        self.key_fn = key_fn
+        self.max_concurrent_ops = max_concurrent_ops
+        self.preserve_order = preserve_order
+        self.max_batch_size = max_batch_size
+
+    def emits_events(self, planner: Planner) -> bool:
+        return planner.events(self.upstream[0])
+
+    def add_to_dag(self, planner: Planner) -> None:
+        events = planner.events(self.upstream[0])
+        key = None if self.key_fn is None else on_item(self.key_fn, events)
+        if self.kind == "batched":
+            fn: Any = _AsyncBatchFn(self.fn, events)
+            supplier = map_using_service_async_batched_p(
+                self.factory, self.max_batch_size, fn, self.max_concurrent_ops
+            )
+        else:
+            fn = _AsyncFn(self.fn, events, self.kind == "flat_map", self.key_fn)
+            make = (
+                flat_map_using_service_async_p
+                if self.kind == "flat_map"
+                else map_using_service_async_p
+            )
+            supplier = make(self.factory, fn, self.max_concurrent_ops, self.preserve_order, key)
+        vertex = planner.add_vertex(
+            self, planner.unique_name(self.name), supplier, self.local_parallelism
+        )
+        if key is None:
+            planner.connect(self, vertex)
+            return
+        partitioner = partitioner_of([self.key_fn]) if self.key_fn is not None else None
+        planner.connect(
+            self, vertex, lambda edge, _: edge.distributed().partitioned(key, partitioner)
+        )
+
+
+@dataclass(frozen=True)
+class _AsyncFn:
+    """The user's async `fn(service, item)` (`fn(service, key, item)` when keyed) on an item's
+    payload; where items are events, the pending result re-stamped with the event's time."""
+
+    fn: Callable[..., Any]
+    events: bool
+    flat: bool
+    key_fn: Callable[[Any], Any] | None
+
+    def __call__(self, service: Any, item: Any) -> Any:
+        payload = item.item if self.events else item
+        if self.key_fn is None:
+            pending = self.fn(service, payload)
+        else:
+            pending = self.fn(service, self.key_fn(payload), payload)
+        if not self.events or pending is None:
+            return pending
+        return _when_done(pending, _Restamp((item.timestamp,), self.flat, single=True))
+
+
+@dataclass(frozen=True)
+class _AsyncBatchFn:
+    """The user's `fn(service, items)` on the payloads; results re-stamped by position."""
+
+    fn: Callable[[Any, list[Any]], Any]
+    events: bool
+
+    def __call__(self, service: Any, items: list[Any]) -> Any:
+        if not self.events:
+            return self.fn(service, items)
+        pending = self.fn(service, [event.item for event in items])
+        if pending is None:
+            return None
+        stamps = tuple(event.timestamp for event in items)
+        return _when_done(pending, _Restamp(stamps, flat=False, single=False))
+
+
+@dataclass(frozen=True)
+class _Restamp:
+    """Results as events at their items' timestamps (one result, or one per item)."""
+
+    timestamps: tuple[int, ...]
+    flat: bool
+    single: bool
+
+    def __call__(self, result: Any) -> Any:
+        if result is None:
+            return None
+        if not self.single:
+            return [
+                None if r is None else JetEvent(t, r)
+                for t, r in zip(self.timestamps, result, strict=True)
+            ]
+        timestamp = self.timestamps[0]
+        if self.flat:
+            return [JetEvent(timestamp, r) for r in result if r is not None]
+        return JetEvent(timestamp, result)
+
+
+def _when_done(pending: Any, then: Callable[[Any], Any]) -> Any:
+    """`then(result)` of a pending operation: a Future chained to one, an awaitable awaited."""
+    if isinstance(pending, concurrent.futures.Future):
+        chained: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def done(future: concurrent.futures.Future[Any]) -> None:
+            if future.cancelled():
+                chained.cancel()
+            elif future.exception() is not None:
+                chained.set_exception(future.exception())
+            else:
+                try:
+                    chained.set_result(then(future.result()))
+                except Exception as error:
+                    chained.set_exception(error)
+
+        pending.add_done_callback(done)
+        return chained
+    return _awaited(pending, then)
+
+
+async def _awaited(awaitable: Any, then: Callable[[Any], Any]) -> Any:
+    return then(await awaitable)
 
 
 class CustomTransform(Transform):
