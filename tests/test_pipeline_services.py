@@ -185,3 +185,36 @@ def test_an_async_stage_is_exactly_once_across_a_cancel_and_a_restore_on_more_me
     ).join(PATIENCE_SECONDS)
     lines = jobs.committed_lines(out)
     assert Counter(lines) == Counter(f"{n}:{NAMES[n % 10]}" for n in range(NUMBERS))
+
+
+@pytest.mark.spark
+def test_an_async_stage_is_exactly_once_across_a_killed_python_worker_in_continuous(
+    spark_engine: Any, tmp_path: Any
+) -> None:
+    """CONTINUOUS on 2 members, unordered (items in flight are saved): a Python worker dies
+    (SIGKILL) at an item after the first commit; the job restarts by itself and every result
+    is written exactly once."""
+    import os
+    import signal
+
+    from test_continuous import continuous
+
+    from jetspark.core.spark import SparkEngine
+
+    spark = SparkEngine(spark_engine.context, members=2)
+    out, snapshots = str(tmp_path / "out"), str(tmp_path / "snapshots")
+    gate = os.path.join(snapshots, "snapshot-*", "MANIFEST")
+    kill = jobs.SignalOnce(signal.SIGKILL, NUMBERS // 2 + 10, snapshots, str(tmp_path / "killed"))
+    factory = ServiceFactories.non_shared_service(_directory)
+    p = Pipeline.create()
+    numbers = p.draw_from(counter_source(gate)).map(kill).rebalance()
+    numbers.map_using_service_async(factory, _tagged, 8, False).drain_to(
+        Sinks.files_transactional(out)
+    )
+    job = spark.new_job(p, continuous(interval=5), snapshot_store=DirectorySnapshotStore(snapshots))
+    job.join(240)
+    assert os.path.exists(tmp_path / "killed")
+    assert job.metrics.restarts == 1
+    assert Counter(jobs.committed_lines(out)) == Counter(
+        f"{n}:{NAMES[n % 10]}" for n in range(NUMBERS)
+    )
