@@ -167,6 +167,64 @@ def test_session_window(capsys):
     assert f"{len(expected)} sessions: " in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("remote", [False, True])
+def test_service_lookup_names_what_the_context_lookup_names(remote, capsys):
+    named = load("service_lookup").main([*LOCAL, *(["--remote"] if remote else [])])
+    expected = [(t.time, COMPANIES[t.ticker], t.quantity, t.price) for t in trades(TRADES)]
+    assert sorted(named) == sorted(expected)
+    assert first_line(capsys.readouterr().out) == (
+        "service-lookup: ran on the local engine (2 members), mode local, "
+        "cancelled once its results were in"
+    )
+
+
+def test_price_drops(capsys):
+    """Which trade of a ticker is "previous" depends on the order the journal's partitions were
+    read in: each alert is a real trade, one that dropped more than the threshold below another
+    trade's price of its ticker, alerted once; in stream order there are alerts."""
+    example = load("price_drops")
+    alerts = example.main(LOCAL)
+    prices = defaultdict(set)
+    for trade in trades(TRADES):
+        prices[trade.ticker].add(trade.price)
+    own = {(t.time, t.ticker, t.price) for t in trades(TRADES)}
+    assert len({(time, ticker) for time, ticker, _, _ in alerts}) == len(alerts)
+    for time, ticker, previous, price in alerts:
+        assert (time, ticker, price) in own
+        assert previous in prices[ticker] and previous - price > example.DROP_CENTS
+    last: dict = {}
+    in_stream_order = 0
+    for trade in trades(TRADES):
+        if trade.ticker in last and last[trade.ticker] - trade.price > example.DROP_CENTS:
+            in_stream_order += 1
+        last[trade.ticker] = trade.price
+    assert in_stream_order > 0
+    assert f" price drops of more than $70 in {TRADES} trades:" in capsys.readouterr().out
+
+
+def test_early_results_count_every_trade(capsys):
+    """Final counts equal the plain ones, every early count is at most its window's final one,
+    and the window of the latest trade, which never closes, shows only early results."""
+    example = load("early_results")
+    results = example.main(LOCAL)
+    expected: Counter = Counter()
+    for trade in trades(TRADES):
+        end = (trade.time // example.WINDOW_MILLIS + 1) * example.WINDOW_MILLIS
+        expected[(end, trade.ticker)] += 1
+    finals = {(r.timestamp, r.key): r.value for r in results if not r.is_early}
+    assert len(finals) == sum(not r.is_early for r in results)  # each window and ticker once
+    assert all(expected[window] == count for window, count in finals.items())
+    for result in results:
+        if result.is_early and (result.timestamp, result.key) in finals:
+            assert result.value <= finals[(result.timestamp, result.key)]
+    latest = example.latest_counts(results)
+    assert {window: r.value for window, r in latest.items()} == dict(expected)
+    last = max(trades(TRADES), key=lambda t: t.time)
+    end = (last.time // example.WINDOW_MILLIS + 1) * example.WINDOW_MILLIS
+    assert latest[(end, last.ticker)].is_early
+    assert "of them early; the latest per window:" in capsys.readouterr().out
+
+
 def write_books(directory: Path) -> tuple[Path, Path]:
     books = directory / "books"
     books.mkdir()
@@ -220,6 +278,23 @@ EXAMPLE_VERTICES = {
     "context_lookup": (
         lambda m: m.build_pipeline(),
         ["streamJournalSource(trades)", "map-using-context", "listSink(named-trades)"],
+    ),
+    "service_lookup": (
+        lambda m: m.build_pipeline(),
+        ["streamJournalSource(trades)", "map-using-service", "listSink(named-trades)"],
+    ),
+    "price_drops": (
+        lambda m: m.build_pipeline(10),
+        ["journalSource(trade)", "map-stateful-keyed", "listSink(price-drops)"],
+    ),
+    "early_results": (
+        lambda m: m.build_pipeline(),
+        [
+            "streamJournalSource(trades)",
+            "add-timestamps",
+            "tumbling-window",
+            "listSink(early-counts)",
+        ],
     ),
     "rolling_aggregate": (
         lambda m: m.build_pipeline(),
