@@ -40,8 +40,9 @@ class UnsupportedOperationError(RuntimeError):
 class JobFailedError(RuntimeError):
     """A job failed; names the vertex, the global processor index and the callback at fault.
 
-    Raised `from` the original exception, so its traceback stays in `__cause__`. Attributes that do
-    not apply (a meta-supplier has no processor index) are None.
+    Raised `from` the original exception, so its traceback stays in `__cause__`; `cause_type` is
+    that exception's class name, known on the driver too when the exception was raised in a
+    Spark task. Attributes that do not apply (a meta-supplier has no processor index) are None.
     """
 
     def __init__(
@@ -51,11 +52,13 @@ class JobFailedError(RuntimeError):
         vertex_name: str | None = None,
         processor_index: int | None = None,
         callback: str | None = None,
+        cause_type: str | None = None,
     ) -> None:
         super().__init__(message)
         self.vertex_name = vertex_name
         self.processor_index = processor_index
         self.callback = callback
+        self.cause_type = cause_type
 
     @classmethod
     def caused_by(
@@ -75,13 +78,21 @@ class JobFailedError(RuntimeError):
             vertex_name=vertex_name,
             processor_index=processor_index,
             callback=callback,
+            cause_type=type(cause).__name__,
         )
 
     def __reduce__(self) -> tuple[object, ...]:
         """Pickles with its attributes, so the error survives a trip between processes."""
         return (
             _rebuild_job_failed_error,
-            (type(self), str(self), self.vertex_name, self.processor_index, self.callback),
+            (
+                type(self),
+                str(self),
+                self.vertex_name,
+                self.processor_index,
+                self.callback,
+                self.cause_type,
+            ),
         )
 
 
@@ -91,12 +102,25 @@ def _rebuild_job_failed_error(
     vertex_name: str | None,
     processor_index: int | None,
     callback: str | None,
+    cause_type: str | None,
 ) -> JobFailedError:
-    return cls(message, vertex_name=vertex_name, processor_index=processor_index, callback=callback)
+    return cls(
+        message,
+        vertex_name=vertex_name,
+        processor_index=processor_index,
+        callback=callback,
+        cause_type=cause_type,
+    )
 
 
 class SnapshotError(RuntimeError):
     """A snapshot cannot be stored or restored (another DAG's snapshot, unreadable data...)."""
+
+
+class AssertionCompletedError(Exception):
+    """Raised by a processor to end its job successfully: the job COMPLETES, `join()` returns
+    (Jet's AssertionCompletedException, which `Assertions.assert_collected_eventually` raises
+    once its assertion holds, to end a stream job)."""
 
 
 class JobCancelledError(RuntimeError):

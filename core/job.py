@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError, JobFailedError
+from jetspark.core.errors import AssertionCompletedError, JobCancelledError, JobFailedError
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.priority import priority_trap_warnings
 from jetspark.core.snapshot_store import SnapshotStore
@@ -57,6 +57,15 @@ def warn_at_submission(dag: DAG, config: JobConfig) -> None:
                 kind,
                 config.processing_guarantee.name,
             )
+
+
+def completes_job(error: BaseException | None) -> bool:
+    """Whether a job that ended with `error` completed: no error, or a processor's
+    AssertionCompletedError (Jet's way for a test to end a stream job), which every engine
+    reports as a JobFailedError with that `cause_type`."""
+    return error is None or (
+        isinstance(error, JobFailedError) and error.cause_type == AssertionCompletedError.__name__
+    )
 
 
 def end_failure(
@@ -172,7 +181,12 @@ class Job:
             self._read_metrics = metrics
 
     def mark_ended(self, error: BaseException | None) -> None:
-        """Engine side: the job ended, successfully when `error` is None."""
+        """Engine side: the job ended, successfully when `error` is None or a processor's
+        AssertionCompletedError (`completes_job`)."""
+        self._set_ended(None if completes_job(error) else error)
+
+    def _set_ended(self, error: BaseException | None) -> None:
+        """Records how the job ended (None: it completed) and wakes `join()`."""
         self._error = error
         if error is None:
             self._status = JobStatus.COMPLETED

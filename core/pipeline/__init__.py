@@ -6,6 +6,7 @@ into a Core API DAG (`pipeline.to_dag()`), and every engine runs it: `engine.new
 
 from __future__ import annotations
 
+from jetspark.core.errors import AssertionCompletedError
 from jetspark.core.pipeline.co_aggregation import (
     AllOfAggregationBuilder,
     CoAggregateOperationBuilder,
@@ -13,12 +14,14 @@ from jetspark.core.pipeline.co_aggregation import (
     co_aggregate_operation_builder,
 )
 from jetspark.core.pipeline.connectors import (
+    BatchSource,
     Sink,
     SinkBuilder,
     Sinks,
     Source,
     SourceBuilder,
     Sources,
+    StreamSource,
 )
 from jetspark.core.pipeline.items import (
     EarlyTimestampedEntry,
@@ -43,7 +46,9 @@ from jetspark.core.pipeline.stages import (
     StreamStage,
     StreamStageWithKey,
 )
+from jetspark.core.pipeline.test_kit import Assertions, SimpleEvent, TestSources
 from jetspark.core.pipeline.windows import WindowDefinition
+from jetspark.processors.service import ServiceFactories, ServiceFactory
 from jetspark.processors.source_builder import SourceBuffer
 from jetspark.processors.transforms import ContextFactory
 
@@ -51,6 +56,9 @@ __all__ = [
     "AggregateBuilder",
     "AggregateBuilder1",
     "AllOfAggregationBuilder",
+    "AssertionCompletedError",
+    "Assertions",
+    "BatchSource",
     "BatchStage",
     "BatchStageWithKey",
     "CoAggregateOperationBuilder",
@@ -63,6 +71,9 @@ __all__ = [
     "KafkaSinks",
     "KafkaSources",
     "Pipeline",
+    "ServiceFactories",
+    "ServiceFactory",
+    "SimpleEvent",
     "Sink",
     "SinkBuilder",
     "SinkStage",
@@ -73,9 +84,11 @@ __all__ = [
     "Sources",
     "StageWithKeyAndWindow",
     "StageWithWindow",
+    "StreamSource",
     "StreamStage",
     "StreamStageWithKey",
     "Tag",
+    "TestSources",
     "TimestampedEntry",
     "TimestampedItem",
     "WindowDefinition",

@@ -460,7 +460,7 @@ class ComputeStage(Stage, abc.ABC):
             )
         return self
 
-    def apply(self, transform_fn: Callable[[Any], _T]) -> _T:
+    def apply(self: _S, transform_fn: Callable[[_S], _T]) -> _T:
         """`transform_fn(self)`: a reusable piece of pipeline applied in the call chain (Jet 4's
         `apply`), such as a test kit's assertion."""
         _check_callable(transform_fn, "apply", self.name)

@@ -176,6 +176,7 @@ def processor_error(facts: dict[str, Any]) -> JobFailedError:
         vertex_name=facts["vertex_name"],
         processor_index=facts["processor_index"],
         callback=facts["callback"],
+        cause_type=facts["cause_type"],
     )
 
 

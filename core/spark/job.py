@@ -120,7 +120,7 @@ class SparkJob(Job):
         """Engine side: `hook(error)` runs when the job ends, before `join()` returns."""
         self._end_hooks.append(hook)
 
-    def mark_ended(self, error: BaseException | None) -> None:
+    def _set_ended(self, error: BaseException | None) -> None:
         """Runs the `on_end` hooks, then ends the job (see Job.mark_ended), whatever a hook
         raises (`end_failure`)."""
         for hook in self._end_hooks:
@@ -128,7 +128,7 @@ class SparkJob(Job):
                 hook(error)
             except Exception as failure:
                 error = end_failure(self.name, error, failure)
-        super().mark_ended(error)
+        super()._set_ended(error)
 
     @property
     def ended(self) -> bool:
