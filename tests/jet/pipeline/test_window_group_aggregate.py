@@ -326,3 +326,37 @@ def test_aggregate_builder_with_complex_aggr_op(stream_run: WindowRun) -> None:
     tag1 = operations.add(in_tag1, summing(entry_value))
     builder.build(operations.build(), format_sums(tag0, tag1)).drain_to(Sinks.list("sink"))
     stream_run.run_expecting(p, expected_sums_per_key())
+
+
+def test_tumbling_window_with_early_results() -> None:
+    """`WindowGroupAggregateTest.tumblingWindow_withEarlyResults` (Jet 4): a lag of 32 times
+    the items keeps every window open, so only early results (every 200 ms) can show them;
+    the latest result of each window and key, once they all came, is the window's sum, and
+    every result is marked early. The job is polled for items, then cancelled."""
+    import time
+
+    from jetspark.core import LocalEngine
+
+    engine = LocalEngine(members=2)
+    engine.get_list("src").extend(INPUT)
+    p = Pipeline.create()
+    stamped = p.draw_from(Sources.stream_journal("src")).add_timestamps(
+        whole_item, 32 * STREAM_ITEM_COUNT
+    )
+    keyed = stamped.flat_map(lambda i: [(key, i) for key in KEYS]).grouping_key(entry_key)
+    window = WindowDefinition.tumbling(WIN_SIZE).set_early_results_period(200)
+    keyed.window(window).aggregate(summing(entry_value)).drain_to(Sinks.list("sink"))
+    expected = {(end, key): total for (_, end), total in tumbling_sums().items() for key in KEYS}
+    job = engine.new_job(p)
+    results = engine.get_list("sink")
+    deadline = time.monotonic() + 150
+    while True:
+        latest = {(r.timestamp, r.key): r.value for r in list(results)}
+        if latest == expected:
+            break
+        assert time.monotonic() < deadline and not job.status.is_terminal, (
+            f"{len(latest)} of {len(expected)} windows, or wrong sums"
+        )
+        time.sleep(0.05)
+    job.cancel()
+    assert all(r.is_early for r in results)
