@@ -496,11 +496,9 @@ class _StatefulFn:
     def __call__(self, state: Any, key: Any, item: Any) -> Any:
         payload = item.item if self.events else item
         result = self.fn(state, key, payload) if self.with_key else self.fn(state, payload)
-        if not self.events or self.kind == "filter" or result is None:
+        if not self.events or self.kind == "filter":
             return result
-        if self.kind == "map":
-            return JetEvent(item.timestamp, result)
-        return [JetEvent(item.timestamp, one) for one in result]
+        return _stateful_events(result, item.timestamp, self.kind == "flat_map")
 
 
 @dataclass(frozen=True)
@@ -513,11 +511,18 @@ class _EvictFn:
 
     def __call__(self, state: Any, key: Any, watermark: int) -> Any:
         result = self.fn(state, key, watermark)
-        if not self.events or result is None:
+        if not self.events:
             return result
-        if self.kind == "map":
-            return JetEvent(watermark, result)
-        return [JetEvent(watermark, one) for one in result]
+        return _stateful_events(result, watermark, self.kind == "flat_map")
+
+
+def _stateful_events(result: Any, timestamp: int, flat: bool) -> Any:
+    """A stateful function's result as events at `timestamp`: one, or each of a flat-map's."""
+    if result is None:
+        return None
+    if flat:
+        return [JetEvent(timestamp, one) for one in result]
+    return JetEvent(timestamp, result)
 
 
 @dataclass(frozen=True)
