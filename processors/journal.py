@@ -11,11 +11,19 @@ in offset order. A list's None items are skipped; an endless `item_fn` returning
 the offset's item is not there yet: the source emits nothing further for now and asks again at
 its next call, so the function can follow a feed that grows (and the loop never spins on it).
 
+Event time (`event_time_policy`, what `add_timestamps` right after a journal source becomes): the
+source emits the watermarks itself, no vertex after it. Its partitions are read in offset order,
+so they never drift apart: one watermark over all of them is exact, where one per partition
+would only hold the others back while a partition is quiet. A processor with no new item for
+the policy's idle timeout is marked idle, and one that reads no partition is idle at once
+(`EventTimeMapper`).
+
 Snapshot: every processor saves the next offset of each partition it reads, under the broadcast
-key `("journal_offset", partition_count, p)`; a restored processor takes the offsets of the
-partitions it now reads, so restoring at another parallelism or member count loses and repeats
-nothing. At-least-once and exactly-once alike, the source re-emits exactly the items after the
-snapshot.
+key `("journal_offset", partition_count, p)`, with event time the pair (offset, the processor's
+watermark); a restored processor takes the offsets of the partitions it now reads (and resumes
+from the lowest of their watermarks), so restoring at another parallelism or member count loses
+and repeats nothing. At-least-once and exactly-once alike, the source re-emits exactly the items
+after the snapshot.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ from jetspark.core.context import Context
 from jetspark.core.outbox import Outbox
 from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
 from jetspark.core.suppliers import ProcessorFn, unbounded
+from jetspark.core.watermark import Watermark
 from jetspark.processors.emission import ResumableEmission
+from jetspark.processors.event_time import EventTimeMapper, EventTimePolicy
 from jetspark.processors.functions import engine_stores
 
 DEFAULT_JOURNAL_PARTITIONS = 16
@@ -90,7 +100,13 @@ class JournalSourceP(AbstractProcessor):
     without emitting, and the engine calls it again later, until the job is cancelled.
     """
 
-    def __init__(self, journal: _Journal, partition_count: int, bounded: bool) -> None:
+    def __init__(
+        self,
+        journal: _Journal,
+        partition_count: int,
+        bounded: bool,
+        event_time_policy: EventTimePolicy | None = None,
+    ) -> None:
         self._journal = journal
         self._partition_count = partition_count
         self._bounded = bounded
@@ -99,45 +115,85 @@ class JournalSourceP(AbstractProcessor):
         self._heap: list[tuple[int, int]] = []
         """(next offset, partition) of every partition read, smallest offset first."""
         self._snapshot = ResumableEmission(self.emit_from_traverser_to_snapshot)
+        self._event_time_policy = event_time_policy
+        self._mapper: EventTimeMapper | None = None
+        """With event time: the watermarks, one mapper partition for all journal partitions."""
+        self._restored_watermark: int | None = None
+        self._unsent: Watermark | None = None
+        """A watermark the outbox refused, sent before anything else."""
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
         total, index = context.total_parallelism, context.global_processor_index
         self._next = {p: p for p in range(self._partition_count) if p % total == index}
         self._rebuild_heap()
+        if self._event_time_policy is not None:
+            self._mapper = EventTimeMapper(self._event_time_policy)
+            self._mapper.add_partitions(1 if self._next else 0)
 
     def _rebuild_heap(self) -> None:
         self._heap = [(offset, p) for p, offset in self._next.items()]
         heapq.heapify(self._heap)
 
     def complete(self) -> bool:
+        offer = self.outbox.offer
+        if self._unsent is not None:
+            if not offer(self._unsent):
+                return False
+            self._unsent = None
+        if self._heap and not self._emit_readable():
+            return False
+        if self._mapper is not None:  # nothing left to read now: quiet partitions go idle
+            tick = self._mapper.on_tick()
+            if tick is not None and not offer(tick):
+                self._unsent = tick
+                return False
+        return self._bounded
+
+    def _emit_readable(self) -> bool:
+        """Emits what can be read now, in offset order, with event time the watermark an item
+        moves before it; True when nothing more can be, False when the outbox
+        is full."""
         heap = self._heap
-        if not heap:
-            return self._bounded
         length, item_at = self._journal.read(self.context)
         step = self._partition_count
         next_offsets = self._next
         offer = self.outbox.offer
         waits_on_none = self._journal.waits_on_none
+        mapper = self._mapper
+        if mapper is not None:
+            timestamp_fn = self._event_time_policy.timestamp_fn  # type: ignore[union-attr]
+            now = mapper.now()
         while True:
             offset, partition = heap[0]
             if offset >= length:
-                return self._bounded
+                return True
             item = item_at(offset)
             if item is None:
                 if waits_on_none:
-                    return False  # not there yet: asked again at the next call
-            elif not offer(item):
-                return False
+                    return True  # not there yet: asked again at the next call
+            else:
+                if mapper is not None:
+                    watermark = mapper.on_event(0, timestamp_fn(item), now)
+                    if watermark is not None and not offer(watermark):
+                        self._unsent = watermark
+                        return False
+                if not offer(item):
+                    return False
             next_offsets[partition] = offset + step
             heapq.heapreplace(heap, (offset + step, partition))
 
     def save_to_snapshot(self) -> bool:
         return self._snapshot.emit(self._entries)
 
-    def _entries(self) -> list[tuple[BroadcastKey, int]]:
-        count = self._partition_count
-        return [(broadcast_key((_OFFSET_KEY, count, p)), n) for p, n in self._next.items()]
+    def _entries(self) -> list[tuple[BroadcastKey, Any]]:
+        count, mapper = self._partition_count, self._mapper
+        if mapper is None or not self._next:
+            return [(broadcast_key((_OFFSET_KEY, count, p)), n) for p, n in self._next.items()]
+        watermark = mapper.watermark(0)
+        return [
+            (broadcast_key((_OFFSET_KEY, count, p)), (n, watermark)) for p, n in self._next.items()
+        ]
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         if not isinstance(key, BroadcastKey) or key.key[0] != _OFFSET_KEY:
@@ -149,11 +205,18 @@ class JournalSourceP(AbstractProcessor):
                 f"{count} partitions, this one has {self._partition_count}; offsets do not carry "
                 "over to another partition count"
             )
-        if partition in self._next:
-            self._next[partition] = value
+        if partition not in self._next:
+            return
+        offset, watermark = value if isinstance(value, (tuple, list)) else (value, None)
+        self._next[partition] = offset
+        if watermark is not None:
+            restored = self._restored_watermark
+            self._restored_watermark = watermark if restored is None else min(restored, watermark)
 
     def finish_snapshot_restore(self) -> bool:
         self._rebuild_heap()
+        if self._mapper is not None and self._restored_watermark is not None:
+            self._mapper.restore_watermark(0, self._restored_watermark)
         return True
 
 
@@ -174,29 +237,48 @@ def _check_partitions(partition_count: int) -> None:
         raise ValueError(f"partition_count must be an int >= 1, got {partition_count!r}")
 
 
+def _check_event_time(policy: EventTimePolicy | None) -> None:
+    if policy is None:
+        return
+    if not isinstance(policy, EventTimePolicy):
+        raise TypeError(
+            f"event_time_policy must be an EventTimePolicy, got {type(policy).__name__}"
+        )
+    if policy.timestamp_fn is None:
+        raise ValueError("a journal's items carry no timestamp: the policy needs a timestamp_fn")
+
+
 def read_journal_p(
     journal: str | ItemFn,
     *,
     count: int | None = None,
     partition_count: int = DEFAULT_JOURNAL_PARTITIONS,
+    event_time_policy: EventTimePolicy | None = None,
 ) -> ProcessorFn:
     """A bounded replayable source: the engine's named list `journal` up to its end, or
     `journal(offset)` for offsets below `count`; it completes when everything is read.
+    With `event_time_policy`, watermarks per journal partition (module docstring).
     """
     _check_partitions(partition_count)
     if not isinstance(journal, str) and (count is None or count < 0):
         raise ValueError(f"a bounded journal of an item function needs a count >= 0, got {count}")
     source = _journal_of(journal, count)
-    return lambda: JournalSourceP(source, partition_count, bounded=True)
+    _check_event_time(event_time_policy)
+    return lambda: JournalSourceP(source, partition_count, True, event_time_policy)
 
 
 def stream_journal_p(
-    journal: str | ItemFn, *, partition_count: int = DEFAULT_JOURNAL_PARTITIONS
+    journal: str | ItemFn,
+    *,
+    partition_count: int = DEFAULT_JOURNAL_PARTITIONS,
+    event_time_policy: EventTimePolicy | None = None,
 ) -> ProcessorFn:
     """An unbounded replayable source: the engine's named list `journal`, polled for items
     appended to it, or `journal(offset)` for every offset (None: not there yet, asked again
-    later); it runs until the job is cancelled.
+    later); it runs until the job is cancelled. With `event_time_policy`, watermarks per
+    journal partition, quiet ones marked idle (module docstring).
     """
     _check_partitions(partition_count)
+    _check_event_time(event_time_policy)
     source = _journal_of(journal, None)
-    return unbounded(lambda: JournalSourceP(source, partition_count, bounded=False))
+    return unbounded(lambda: JournalSourceP(source, partition_count, False, event_time_policy))

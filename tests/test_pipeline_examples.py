@@ -291,7 +291,6 @@ EXAMPLE_VERTICES = {
         lambda m: m.build_pipeline(),
         [
             "streamJournalSource(trades)",
-            "add-timestamps",
             "tumbling-window",
             "listSink(early-counts)",
         ],
@@ -304,7 +303,6 @@ EXAMPLE_VERTICES = {
         lambda m: m.build_pipeline(10),
         [
             "journalSource(trade)",
-            "add-timestamps",
             "sliding-window-step1",
             "sliding-window-step2",
             "listSink(trade-counts)",
@@ -312,7 +310,7 @@ EXAMPLE_VERTICES = {
     ),
     "session_window": (
         lambda m: m.build_pipeline(10),
-        ["journalSource(trade)", "add-timestamps", "session-window", "listSink(sessions)"],
+        ["journalSource(trade)", "session-window", "listSink(sessions)"],
     ),
     "word_count": (
         lambda m: m.build_pipeline("BOOKS", "*.txt", frozenset()),

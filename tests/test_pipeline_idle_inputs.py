@@ -13,6 +13,7 @@ import pytest
 from jetspark.core import DagValidationError, LocalEngine
 from jetspark.core.pipeline import Pipeline, Sinks, Sources, WindowDefinition
 from jetspark.processors.aggregate import aggregate_operation2, counting
+from jetspark.processors.journal import DEFAULT_JOURNAL_PARTITIONS
 
 PATIENCE_SECONDS = 120.0
 """How long a test waits for results before it fails (a failure bound, not a speed claim)."""
@@ -73,6 +74,29 @@ def test_a_source_processor_without_items_stops_holding_the_watermark_once_idle(
     job = engine.new_job(p)
     results = _results_of(engine, job, "counts", 2)
     assert [(r.timestamp, r.item) for r in results] == [(10, 2), (20, 1)]
+
+
+def test_journal_source_processors_reading_no_partition_never_hold_the_watermark_back() -> None:
+    """`add_timestamps` right after a journal goes into the source: 20 processors share its 16
+    partitions, and the 4 that read none are idle at once, even with idle marking off (as
+    the vertex that stamped after the source, they would hold every window for ever). An item
+    at 100 in every partition closes the windows before it."""
+    engine = LocalEngine(members=2)
+    closing = [("k", 100)] * DEFAULT_JOURNAL_PARTITIONS
+    engine.get_list("events")[:] = [("k", t) for t in (1, 5, 12, 30)] + closing
+    p = Pipeline.create()
+    source = p.draw_from(Sources.stream_journal("events")).set_local_parallelism(10)
+    stamped = source.add_timestamps(_timestamp, 0, idle_timeout=0)
+    stamped.window(WindowDefinition.tumbling(10)).aggregate(counting()).drain_to(
+        Sinks.list("counts")
+    )
+    assert [v.name for v in p.to_dag().vertices()][:2] == [
+        "streamJournalSource(events)",
+        "tumbling-window-step1",
+    ]
+    job = engine.new_job(p)
+    results = _results_of(engine, job, "counts", 3)
+    assert [(r.timestamp, r.item) for r in results] == [(10, 2), (20, 1), (40, 1)]
 
 
 def _not_noise(event: tuple[str, int]) -> bool:

@@ -101,7 +101,7 @@ def test_an_ungrouped_aggregate_combines_on_one_processor() -> None:
 
 def test_a_sliding_window_is_split_by_frame_as_a_hand_built_dag() -> None:
     """add_timestamps read by the window only: items stay plain, the window computes their
-    timestamps, and the watermarks are inserted beside the source (an isolated edge)."""
+    timestamps, and the journal source emits the watermarks itself (no vertex between)."""
     p = Pipeline.create()
     (
         p.draw_from(Sources.journal("events"))
@@ -112,8 +112,7 @@ def test_a_sliding_window_is_split_by_frame_as_a_hand_built_dag() -> None:
         .drain_to(Sinks.list("windows"))
     )
     assert shape(p) == [
-        ("journalSource(events)", "add-timestamps", "ISOLATED", False, 0),
-        ("add-timestamps", "sliding-window-step1", "PARTITIONED", False, 0),
+        ("journalSource(events)", "sliding-window-step1", "PARTITIONED", False, 0),
         ("sliding-window-step1", "sliding-window-step2", "PARTITIONED", True, 0),
         ("sliding-window-step2", "listSink(windows)", "UNICAST", False, 0),
     ]
@@ -122,7 +121,7 @@ def test_a_sliding_window_is_split_by_frame_as_a_hand_built_dag() -> None:
 def test_stages_after_add_timestamps_get_events_stamped_and_watermarked_in_one_vertex() -> None:
     p = Pipeline.create()
     (
-        p.draw_from(Sources.journal("events"))
+        p.draw_from(Sources.list("events"))
         .add_timestamps(_first, 0)
         .map(_second)
         .filter(bool)
@@ -131,7 +130,7 @@ def test_stages_after_add_timestamps_get_events_stamped_and_watermarked_in_one_v
         .drain_to(Sinks.list("windows"))
     )
     assert shape(p)[:3] == [
-        ("journalSource(events)", "add-timestamps", "ISOLATED", False, 0),
+        ("listSource(events)", "add-timestamps", "ISOLATED", False, 0),
         ("add-timestamps", "fused(map, filter)", "UNICAST", False, 0),
         ("fused(map, filter)", "tumbling-window-step1", "UNICAST", False, 0),
     ]
@@ -144,7 +143,6 @@ def test_a_timestamped_stage_read_by_a_window_and_a_sink_plans_no_stamp_and_no_u
     stamped.drain_to(Sinks.list("raw"))
     assert [v.name for v in p.to_dag().vertices()] == [
         "streamJournalSource(events)",
-        "add-timestamps",
         "tumbling-window-step1",
         "tumbling-window-step2",
         "listSink(w)",
@@ -194,7 +192,7 @@ def test_a_session_window_is_one_distributed_stage() -> None:
         .aggregate(counting())
         .drain_to(Sinks.list("sessions"))
     )
-    assert ("add-timestamps", "session-window", "PARTITIONED", True, 0) in shape(p)
+    assert ("journalSource(events)", "session-window", "PARTITIONED", True, 0) in shape(p)
 
 
 def test_a_hash_join_reads_its_tables_over_broadcast_edges_first() -> None:

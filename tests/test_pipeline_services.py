@@ -113,20 +113,43 @@ def test_a_keyed_async_service_gets_the_key() -> None:
     assert sorted(out) == ["0:name-2", "1:name-1", "1:name-3"]
 
 
+async def _keyed_batch_later(
+    directory: dict[int, str], keys: list[int], ns: list[int]
+) -> list[str | None]:
+    return [None if n == 4 else f"{key}:{directory[n % 10]}" for key, n in zip(keys, ns)]
+
+
+def test_a_keyed_batched_async_service_gets_each_items_key() -> None:
+    """Jet 4's keyed `mapUsingServiceAsyncBatched(factory, max_batch_size, (s, keys, items))`:
+    `keys[n]` is the key of `items[n]`; a None result drops its item."""
+    factory = ServiceFactories.shared_service(_directory)
+    out = _run(
+        lambda s: s.grouping_key(lambda n: n % 3).map_using_service_async_batched(
+            factory, 2, _keyed_batch_later
+        ),
+        list(range(9)),
+        members=3,
+    )
+    assert sorted(out) == sorted(f"{n % 3}:name-{n}" for n in range(9) if n != 4)
+
+
 def _time(n: int) -> int:
     return n
 
 
-def test_an_async_stage_keeps_the_event_time_for_the_windows_after_it() -> None:
+@pytest.mark.parametrize("form", ["map", "keyed batched"])
+def test_an_async_stage_keeps_the_event_time_for_the_windows_after_it(form: str) -> None:
     engine = LocalEngine()
     engine.get_list("events")[:] = [1, 2, 11, 30]
     p = Pipeline.create()
     factory = ServiceFactories.non_shared_service(_directory)
-    looked_up = (
-        p.draw_from(Sources.stream_journal("events"))
-        .add_timestamps(_time, 0)
-        .map_using_service_async(factory, _lookup_later)
-    )
+    stamped = p.draw_from(Sources.stream_journal("events")).add_timestamps(_time, 0)
+    if form == "map":
+        looked_up = stamped.map_using_service_async(factory, _lookup_later)
+    else:
+        looked_up = stamped.grouping_key(_time).map_using_service_async_batched(
+            factory, 2, _keyed_batch_later
+        )
     looked_up.window(WindowDefinition.tumbling(10)).aggregate(counting()).drain_to(
         Sinks.list("counts")
     )

@@ -90,15 +90,28 @@ class Sources:
     @staticmethod
     def journal(journal: str | Callable[[int], Any], count: int | None = None) -> BatchSource:
         """A replayable journal read to its end: a list's name, or an item function of the
-        offset with `count` items (`read_journal_p`); bounded."""
+        offset with `count` items (`read_journal_p`); bounded. `add_timestamps` right after it
+        goes into the source: a watermark per journal partition."""
+
+        def with_event_time(policy: EventTimePolicy) -> Any:
+            return read_journal_p(journal, count=count, event_time_policy=policy)
+
         supplier = read_journal_p(journal, count=count)
-        return BatchSource(f"journalSource({_label(journal)})", supplier)
+        name = f"journalSource({_label(journal)})"
+        return BatchSource(name, supplier, with_event_time=with_event_time)
 
     @staticmethod
     def stream_journal(journal: str | Callable[[int], Any]) -> StreamSource:
-        """A replayable journal followed for ever (`stream_journal_p`); unbounded."""
+        """A replayable journal followed for ever (`stream_journal_p`); unbounded.
+        `add_timestamps` right after it goes into the source, which keeps a watermark per
+        journal partition and marks quiet ones idle."""
+
+        def with_event_time(policy: EventTimePolicy) -> Any:
+            return stream_journal_p(journal, event_time_policy=policy)
+
         supplier = stream_journal_p(journal)
-        return StreamSource(f"streamJournalSource({_label(journal)})", supplier)
+        name = f"streamJournalSource({_label(journal)})"
+        return StreamSource(name, supplier, with_event_time=with_event_time)
 
     @staticmethod
     def files(

@@ -43,7 +43,7 @@ from jetspark.partitioning import Partitioner
 from jetspark.processors.aggregate import AggregateOperation, co_aggregate, pick_any
 from jetspark.processors.event_time import DEFAULT_IDLE_TIMEOUT_MS
 from jetspark.processors.functions import entry, whole_item
-from jetspark.processors.service import ServiceFactory
+from jetspark.processors.service import MAX_CONCURRENT_ASYNC_BATCHES, ServiceFactory
 from jetspark.processors.transforms import ContextFactory
 from jetspark.processors.watermark_policies import wall_clock_ms
 
@@ -307,7 +307,12 @@ class ComputeStage(Stage, abc.ABC):
         completing with one result per item (None: nothing for it), in order (Jet 4's
         `mapUsingServiceAsyncBatched`)."""
         return self._async(
-            service_factory, "batched", map_async_batched_fn, 2, True, max_batch_size
+            service_factory,
+            "batched",
+            map_async_batched_fn,
+            MAX_CONCURRENT_ASYNC_BATCHES,
+            True,
+            max_batch_size,
         )
 
     def _async(
@@ -792,6 +797,26 @@ class StageWithKey(_NamesTheKindsThatHaveIt, Generic[_S]):
             map_async_fn,
             max_concurrent_ops,
             preserve_order,
+            key_fn=self.key_fn,
+        )
+
+    def map_using_service_async_batched(
+        self,
+        service_factory: ServiceFactory,
+        max_batch_size: int,
+        map_async_batched_fn: Callable[[Any, list[Any], list[Any]], Any],
+    ) -> _S:
+        """`map_async_batched_fn(service, keys, items)` on up to `max_batch_size` items at a
+        time (`keys[n]` the key of `items[n]`), the input partitioned by the key, completing
+        with one result per item (None: nothing for it), in order (Jet 4's keyed
+        `mapUsingServiceAsyncBatched`; its form without keys is this one ignoring `keys`)."""
+        return self.stage._async(
+            service_factory,
+            "batched",
+            map_async_batched_fn,
+            MAX_CONCURRENT_ASYNC_BATCHES,
+            True,
+            max_batch_size,
             key_fn=self.key_fn,
         )
 

@@ -236,7 +236,7 @@ class TimestampTransform(Transform):
         if not planner.events(self):
             planner.alias(self, self.upstream[0])
             return
-        vertex = planner.add_vertex(self, f"{name}-stamp", map_p(_Stamp(timestamp)), parallelism)
+        vertex = planner.add_vertex(self, name, map_p(_Stamp(timestamp)), parallelism)
         planner.connect(self, vertex, lambda edge, _: edge.isolated())
 
     def window_timestamp_fn(self, planner: Planner) -> Callable[[Any], int]:
@@ -860,7 +860,7 @@ class AsyncServiceTransform(Transform):
         events = planner.events(self.upstream[0])
         key = None if self.key_fn is None else on_item(self.key_fn, events)
         if self.kind == "batched":
-            fn: Any = _AsyncBatchFn(self.fn, events)
+            fn: Any = _AsyncBatchFn(self.fn, events, self.key_fn)
             supplier = map_using_service_async_batched_p(
                 self.factory, self.max_batch_size, fn, self.max_concurrent_ops
             )
@@ -907,15 +907,21 @@ class _AsyncFn:
 
 @dataclass(frozen=True)
 class _AsyncBatchFn:
-    """The user's `fn(service, items)` on the payloads; results re-stamped by position."""
+    """The user's `fn(service, items)` (`fn(service, keys, items)` keyed) on the payloads;
+    results re-stamped by position."""
 
-    fn: Callable[[Any, list[Any]], Any]
+    fn: Callable[..., Any]
     events: bool
+    key_fn: Callable[[Any], Any] | None
 
     def __call__(self, service: Any, items: list[Any]) -> Any:
+        payloads = [event.item for event in items] if self.events else items
+        if self.key_fn is None:
+            pending = self.fn(service, payloads)
+        else:
+            pending = self.fn(service, [self.key_fn(item) for item in payloads], payloads)
         if not self.events:
-            return self.fn(service, items)
-        pending = self.fn(service, [event.item for event in items])
+            return pending
         if pending is None:
             return None
         stamps = tuple(event.timestamp for event in items)

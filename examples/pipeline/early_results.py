@@ -2,10 +2,11 @@
 ticker in tumbling windows of a second, shown every EARLY_RESULTS_MILLIS while a window is
 still open, then once more, final, when the watermark closes it.
 
-    streamJournalSource(trades) -> add-timestamps (watermarks) -> tumbling-window (early
-        results, partitioned by ticker) -> listSink(early-counts)
+    streamJournalSource(trades) (watermarks per journal partition) -> tumbling-window
+        (early results, partitioned by ticker) -> listSink(early-counts)
 
-`add_timestamps(time, lag)` gives every trade its event time (no trade is late);
+`add_timestamps(time, lag)` gives every trade its event time (no trade is late); it goes into
+the journal source, which keeps a watermark per journal partition;
 `window(tumbling(WINDOW_MILLIS).set_early_results_period(EARLY_RESULTS_MILLIS))` counts per
 ticker. Each result is a `TimestampedEntry(timestamp=window end, key=ticker, value=count)`,
 `is_early` for a partial count. The trades stream from the engine's list "trades", followed

@@ -1,7 +1,7 @@
 """The session window of the Jet training course's aggregation part: bursts of trading per
 ticker, each closed once SESSION_TIMEOUT_MILLIS pass without a trade of that ticker.
 
-    journalSource(trade) -> add-timestamps (watermarks)
+    journalSource(trade) (and its watermarks, `add_timestamps` goes into the source)
         -> session-window (partitioned by ticker across members) -> listSink(sessions)
 
 `window(session(timeout))` after `grouping_key(ticker)` keeps a session per ticker; a trade

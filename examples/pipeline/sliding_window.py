@@ -1,12 +1,13 @@
 """Lab 4 of the Jet training course: the number of trades per ticker in the last 3 seconds,
 updated every second (a sliding window with grouping).
 
-    journalSource(trade) -> add-timestamps (watermarks) -> sliding-window-step1 (counts per
-        frame, local) -> sliding-window-step2 (frames combined into windows, partitioned by
+    journalSource(trade) (and its watermarks) -> sliding-window-step1 (counts per frame,
+        local) -> sliding-window-step2 (frames combined into windows, partitioned by
         ticker across members) -> listSink(trade-counts)
 
 `add_timestamps(time, lag)` gives every trade its event time and lets trades come up to
-MAX_DISORDER_MILLIS late (none is dropped); `window(sliding(3000, 1000))` then counts per ticker.
+MAX_DISORDER_MILLIS late (none is dropped); the journal source emits the watermarks itself.
+`window(sliding(3000, 1000))` then counts per ticker.
 Each result is a `TimestampedEntry(timestamp=window end, key=ticker, value=count)`. The source
 is a journal read to its end: `add_timestamps` on a batch stage makes a stream stage that ends
 with it, emitting its last windows then, so the job ends by itself. Prints the engine and mode

@@ -8,7 +8,7 @@ import socketserver
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -70,6 +70,41 @@ def cancel(job: Job) -> None:
     except JobCancelledError:
         return
     assert job.status is JobStatus.COMPLETED
+
+
+EARLY_RESULTS_PERIOD = 200
+"""Milliseconds between the early results of the early-results tests (Jet: 200)."""
+
+EARLY_LAG = 32 * STREAM_ITEM_COUNT
+"""An allowed lag that keeps every window of the input open, so only early results show
+them (Jet's `streamStageFromList(input, EARLY_RESULTS_PERIOD)`)."""
+
+
+def latest_results_until(
+    engine: Any,
+    pipeline: Pipeline,
+    expected: dict[Any, Any],
+    window_of: Callable[[Any], Any],
+    value_of: Callable[[Any], Any],
+    sink: str = "sink",
+) -> list[Any]:
+    """Starts a streaming pipeline, waits until the latest result of each window in the list
+    `sink` (`window_of(result) -> value_of(result)`) is `expected`, cancels the job and
+    returns every result (Jet's `streamToString(..., distinctKeyFn)` asserted eventually)."""
+    job = engine.new_job(pipeline)
+    results = engine.get_list(sink)
+    deadline = time.monotonic() + WAIT_SECONDS
+    latest: dict[Any, Any] = {}
+    while latest != expected:
+        assert not job.status.is_terminal, f"the job ended with {len(latest)} windows"
+        assert time.monotonic() < deadline, (
+            f"{len(latest)} of {len(expected)} windows in {WAIT_SECONDS} s, "
+            f"wrong: {[(w, v) for w, v in latest.items() if expected.get(w) != v][:5]}"
+        )
+        time.sleep(0.02)
+        latest = {window_of(result): value_of(result) for result in list(results)}
+    cancel(job)
+    return list(results)
 
 
 def assert_same_bag(actual: Iterable[Any], expected: Iterable[Any]) -> None:

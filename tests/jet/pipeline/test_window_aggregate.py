@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from jetspark.core import LocalEngine
 from jetspark.core.pipeline import (
     Pipeline,
     Sinks,
@@ -24,10 +25,25 @@ from jetspark.core.pipeline import (
     WindowDefinition,
     co_aggregate_operation_builder,
 )
-from jetspark.processors.aggregate import aggregate_operation2, aggregate_operation3, summing
+from jetspark.processors.aggregate import (
+    aggregate_operation2,
+    aggregate_operation3,
+    counting,
+    summing,
+)
 from jetspark.processors.functions import whole_item
 
-from .support import MAX_LAG, STREAM_ITEM_COUNT, WindowRun, sequence, window_sums
+from .support import (
+    EARLY_LAG,
+    EARLY_RESULTS_PERIOD,
+    MAX_LAG,
+    STREAM_ITEM_COUNT,
+    WindowRun,
+    latest_results_until,
+    run_until,
+    sequence,
+    window_sums,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -137,6 +153,68 @@ def test_session_window(window_run: WindowRun) -> None:
         sessions[burst[0]] = sum(burst)
     expected = [fmt(start, total) for start, total in sessions.items() if start != 0]
     window_run.run_expecting(p, expected)
+
+
+def early_stream(engine: LocalEngine, p: Pipeline, items: list[int] = INPUT) -> Any:
+    """The journal "src" of `items` stamped with a lag that keeps every window open (Jet's
+    `streamStageFromList(input, EARLY_RESULTS_PERIOD)`)."""
+    engine.get_list("src").extend(items)
+    return p.draw_from(Sources.stream_journal("src")).add_timestamps(whole_item, EARLY_LAG)
+
+
+def early_window(definition: WindowDefinition) -> WindowDefinition:
+    return definition.set_early_results_period(EARLY_RESULTS_PERIOD)
+
+
+@pytest.mark.parametrize("slide_by", [WIN_SIZE, 2], ids=["tumbling", "sliding"])
+def test_sliding_window_with_early_results(slide_by: int) -> None:
+    """`WindowAggregateTest.tumblingWindow_withEarlyResults` and
+    `slidingWindow_withEarlyResults` (Jet 4): the lag keeps every window open, so only early
+    results show them; the latest result of each window is its sum, each marked early."""
+    engine = LocalEngine(members=2)
+    p = Pipeline.create()
+    window = early_window(WindowDefinition.sliding(WIN_SIZE, slide_by))
+    early_stream(engine, p).window(window).aggregate(summing()).drain_to(Sinks.list("sink"))
+    expected = {end: total for (_, end), total in window_sums(INPUT, WIN_SIZE, slide_by).items()}
+    results = latest_results_until(engine, p, expected, lambda r: r.timestamp, lambda r: r.item)
+    assert all(r.is_early for r in results)
+
+
+def test_session_window_with_early_results() -> None:
+    """`WindowAggregateTest.sessionWindow_withEarlyResults` (Jet 4): bursts of 4 items, 3
+    apart; the early results of complete sessions only (Jet filters out the rest), the latest
+    of each session its sum."""
+    session_length, session_timeout = 4, 2
+    input_ = [ts + (ts // session_length) * session_timeout for ts in INPUT]
+    engine = LocalEngine(members=2)
+    p = Pipeline.create()
+    window = early_window(WindowDefinition.session(session_timeout))
+    early_stream(engine, p, input_).window(window).aggregate(
+        summing(),
+        lambda start, end, total: (
+            (start, total) if end - start == session_length + session_timeout - 1 else None
+        ),
+    ).drain_to(Sinks.list("sink"))
+    expected = {
+        input_[n]: sum(input_[n : n + session_length])
+        for n in range(0, STREAM_ITEM_COUNT, session_length)
+    }
+    latest_results_until(engine, p, expected, lambda r: r[0], lambda r: r[1])
+
+
+@pytest.mark.parametrize(
+    "window", [WindowDefinition.tumbling(10), WindowDefinition.session(10)], ids=repr
+)
+def test_when_win_with_early_results_then_emit_repeatedly(window: WindowDefinition) -> None:
+    """`WindowAggregateTest.when_tumblingWinWithEarlyResults_then_emitRepeatedly` and
+    `when_sessionWinWithEarlyResults_then_emitRepeatedly` (Jet 4): one item in a window that
+    never closes is reported early again every period, each report the same."""
+    engine = LocalEngine(members=2)
+    p = Pipeline.create()
+    stream = early_stream(engine, p, [0]).window(window.set_early_results_period(50))
+    stream.aggregate(counting()).drain_to(Sinks.list("sink"))
+    results = run_until(engine, p, "sink", 10)
+    assert all(r == TimestampedItem(10, 1) and r.is_early for r in results)
 
 
 def two_windowed(run: WindowRun, p: Pipeline) -> tuple[Any, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from jetspark.core import LocalEngine
 from jetspark.core.pipeline import (
     ItemsByTag,
     Pipeline,
@@ -38,7 +39,16 @@ from jetspark.processors.aggregate import (
 )
 from jetspark.processors.functions import entry_key, entry_value, whole_item
 
-from .support import MAX_LAG, STREAM_ITEM_COUNT, WindowRun, sequence, window_sums
+from .support import (
+    EARLY_LAG,
+    EARLY_RESULTS_PERIOD,
+    MAX_LAG,
+    STREAM_ITEM_COUNT,
+    WindowRun,
+    latest_results_until,
+    sequence,
+    window_sums,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -328,35 +338,72 @@ def test_aggregate_builder_with_complex_aggr_op(stream_run: WindowRun) -> None:
     stream_run.run_expecting(p, expected_sums_per_key())
 
 
+def early_keyed_source(engine: Any, p: Pipeline, items: list[int] = INPUT) -> Any:
+    """The journal "src" of `items` stamped with a lag that keeps every window open, each item
+    as the entries ("a", i) and ("b", i), grouped by key (Jet's fixture with early results)."""
+    engine.get_list("src").extend(items)
+    stamped = p.draw_from(Sources.stream_journal("src")).add_timestamps(whole_item, EARLY_LAG)
+    return stamped.flat_map(lambda i: [(key, i) for key in KEYS]).grouping_key(entry_key)
+
+
+def early_window(definition: WindowDefinition) -> WindowDefinition:
+    return definition.set_early_results_period(EARLY_RESULTS_PERIOD)
+
+
 def test_tumbling_window_with_early_results() -> None:
-    """`WindowGroupAggregateTest.tumblingWindow_withEarlyResults` (Jet 4): a lag of 32 times
-    the items keeps every window open, so only early results (every 200 ms) can show them;
-    the latest result of each window and key, once they all came, is the window's sum, and
-    every result is marked early. The job is polled for items, then cancelled."""
-    import time
-
-    from jetspark.core import LocalEngine
-
+    """`WindowGroupAggregateTest.tumblingWindow_withEarlyResults` (Jet 4): the lag keeps every
+    window open, so only early results can show them; the latest result of each window and
+    key is the window's sum, and every result is marked early."""
     engine = LocalEngine(members=2)
-    engine.get_list("src").extend(INPUT)
     p = Pipeline.create()
-    stamped = p.draw_from(Sources.stream_journal("src")).add_timestamps(
-        whole_item, 32 * STREAM_ITEM_COUNT
-    )
-    keyed = stamped.flat_map(lambda i: [(key, i) for key in KEYS]).grouping_key(entry_key)
-    window = WindowDefinition.tumbling(WIN_SIZE).set_early_results_period(200)
-    keyed.window(window).aggregate(summing(entry_value)).drain_to(Sinks.list("sink"))
+    keyed = early_keyed_source(engine, p)
+    keyed.window(early_window(WindowDefinition.tumbling(WIN_SIZE))).aggregate(
+        summing(entry_value)
+    ).drain_to(Sinks.list("sink"))
     expected = {(end, key): total for (_, end), total in tumbling_sums().items() for key in KEYS}
-    job = engine.new_job(p)
-    results = engine.get_list("sink")
-    deadline = time.monotonic() + 150
-    while True:
-        latest = {(r.timestamp, r.key): r.value for r in list(results)}
-        if latest == expected:
-            break
-        assert time.monotonic() < deadline and not job.status.is_terminal, (
-            f"{len(latest)} of {len(expected)} windows, or wrong sums"
-        )
-        time.sleep(0.05)
-    job.cancel()
+    results = latest_results_until(engine, p, expected, lambda r: (r.timestamp, r.key), by_value)
     assert all(r.is_early for r in results)
+
+
+def test_sliding_window_with_early_results() -> None:
+    """`WindowGroupAggregateTest.slidingWindow_withEarlyResults` (Jet 4): every open sliding
+    window's latest early result per key is its sum, the windows overhanging the first and
+    the last item too."""
+    slide_by = 2
+    engine = LocalEngine(members=2)
+    p = Pipeline.create()
+    keyed = early_keyed_source(engine, p)
+    keyed.window(early_window(WindowDefinition.sliding(WIN_SIZE, slide_by))).aggregate(
+        summing(entry_value)
+    ).drain_to(Sinks.list("sink"))
+    sums = window_sums(INPUT, WIN_SIZE, slide_by)
+    expected = {(end, key): total for (_, end), total in sums.items() for key in KEYS}
+    results = latest_results_until(engine, p, expected, lambda r: (r.timestamp, r.key), by_value)
+    assert all(r.is_early for r in results)
+
+
+def test_session_window_with_early_results() -> None:
+    """`WindowGroupAggregateTest.sessionWindow_withEarlyResults` (Jet 4): bursts of 4 items,
+    3 apart; the early results of complete sessions only (Jet filters out the rest, "to get
+    predictable results"), the latest per session and key its sum."""
+    session_length, session_timeout = 4, 2
+    input_ = [ts + (ts // session_length) * session_timeout for ts in INPUT]
+    engine = LocalEngine(members=2)
+    p = Pipeline.create()
+    keyed = early_keyed_source(engine, p, input_)
+    keyed.window(early_window(WindowDefinition.session(session_timeout))).aggregate(
+        summing(entry_value),
+        lambda start, end, key, total: (
+            (start, key, total) if end - start == session_length + session_timeout - 1 else None
+        ),
+    ).drain_to(Sinks.list("sink"))
+    expected = {
+        (input_[n], key): sum(input_[n : n + session_length])
+        for n in range(0, STREAM_ITEM_COUNT, session_length)
+        for key in KEYS
+    }
+    latest_results_until(engine, p, expected, lambda r: (r[0], r[1]), lambda r: r[2])
+
+
+def by_value(result: TimestampedEntry) -> Any:
+    return result.value
