@@ -306,14 +306,18 @@ class ComputeStage(Stage, abc.ABC):
         """`map_async_batched_fn(service, items)` on up to `max_batch_size` items at a time,
         completing with one result per item (None: nothing for it), in order (Jet 4's
         `mapUsingServiceAsyncBatched`)."""
-        return self._async(
-            service_factory,
-            "batched",
-            map_async_batched_fn,
-            MAX_CONCURRENT_ASYNC_BATCHES,
-            True,
-            max_batch_size,
-        )
+        return self._async_batched(service_factory, max_batch_size, map_async_batched_fn)
+
+    def _async_batched(
+        self: _S,
+        factory: ServiceFactory,
+        max_batch_size: int,
+        fn: Callable[..., Any],
+        key_fn: Callable[[Any], Any] | None = None,
+    ) -> _S:
+        """The batched async stage: in order, Jet's MAX_CONCURRENT_ASYNC_BATCHES in flight."""
+        batches = MAX_CONCURRENT_ASYNC_BATCHES
+        return self._async(factory, "batched", fn, batches, True, max_batch_size, key_fn)
 
     def _async(
         self: _S,
@@ -810,14 +814,8 @@ class StageWithKey(_NamesTheKindsThatHaveIt, Generic[_S]):
         time (`keys[n]` the key of `items[n]`), the input partitioned by the key, completing
         with one result per item (None: nothing for it), in order (Jet 4's keyed
         `mapUsingServiceAsyncBatched`; its form without keys is this one ignoring `keys`)."""
-        return self.stage._async(
-            service_factory,
-            "batched",
-            map_async_batched_fn,
-            MAX_CONCURRENT_ASYNC_BATCHES,
-            True,
-            max_batch_size,
-            key_fn=self.key_fn,
+        return self.stage._async_batched(
+            service_factory, max_batch_size, map_async_batched_fn, self.key_fn
         )
 
 

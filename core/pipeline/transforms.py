@@ -64,6 +64,7 @@ from jetspark.processors.transforms import (
 from jetspark.processors.windowing import TimestampKind, limiting_lag
 
 if TYPE_CHECKING:
+    from jetspark.core.dag import Vertex
     from jetspark.core.pipeline.planner import Planner
 
 
@@ -283,11 +284,7 @@ class RebalanceTransform(Transform):
         if self.key_fn is None:
             planner.connect(self, vertex, lambda edge, _: edge.distributed())
             return
-        key = on_item(self.key_fn, planner.events(self.upstream[0]))
-        partitioner = partitioner_of([self.key_fn])
-        planner.connect(
-            self, vertex, lambda edge, _: edge.distributed().partitioned(key, partitioner)
-        )
+        connect_by_key(planner, self, vertex, self.key_fn)
 
 
 def _identity(item: Any) -> Any:
@@ -433,8 +430,7 @@ class RollingAggregateTransform(Transform):
             rolling_aggregate_p(key, op, output),
             self.local_parallelism,
         )
-        partitioner = partitioner_of([self.key_fn])
-        planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(key, partitioner))
+        connect_by_key(planner, self, vertex, self.key_fn)
 
 
 class StatefulTransform(Transform):
@@ -479,8 +475,7 @@ class StatefulTransform(Transform):
             supplier = make(self.create_fn, fn, on_evict_fn=evict, **options)
         parallelism = self.local_parallelism if grouped else 1
         vertex = planner.add_vertex(self, planner.unique_name(self.name), supplier, parallelism)
-        partitioner = partitioner_of([key_fn])
-        planner.connect(self, vertex, lambda e, _: e.distributed().partitioned(key, partitioner))
+        connect_by_key(planner, self, vertex, key_fn)
 
 
 @dataclass(frozen=True)
@@ -680,6 +675,19 @@ def partitioner_of(key_fns: Sequence[Callable[[Any], Any]]) -> Partitioner | Non
     return chosen[0]
 
 
+def connect_by_key(
+    planner: Planner, transform: Transform, vertex: Vertex, key_fn: Callable[[Any], Any]
+) -> None:
+    """Distributed edges from `transform`'s upstream into `vertex`, partitioned by `key_fn` of
+    each item (of its payload, where the items are events) with the partitioner of the
+    stage's `grouping_key`: a key's items all reach one processor across the cluster."""
+    key = on_item(key_fn, planner.events(transform.upstream[0]))
+    partitioner = partitioner_of([key_fn])
+    planner.connect(
+        transform, vertex, lambda edge, _: edge.distributed().partitioned(key, partitioner)
+    )
+
+
 def timestamped_entry(start: int, end: int, key: Any, value: Any) -> TimestampedEntry:
     """A grouped window's result as Jet gives it: the window's end, the key, the value."""
     return TimestampedEntry(end, key, value)
@@ -794,11 +802,7 @@ class ContextTransform(Transform):
         if self.key_fn is None:
             planner.connect(self, vertex)
         else:
-            key = on_item(self.key_fn, events)
-            partitioner = partitioner_of([self.key_fn])
-            planner.connect(
-                self, vertex, lambda edge, _: edge.distributed().partitioned(key, partitioner)
-            )
+            connect_by_key(planner, self, vertex, self.key_fn)
 
 
 @dataclass(frozen=True)
@@ -875,13 +879,10 @@ class AsyncServiceTransform(Transform):
         vertex = planner.add_vertex(
             self, planner.unique_name(self.name), supplier, self.local_parallelism
         )
-        if key is None:
+        if self.key_fn is None:
             planner.connect(self, vertex)
-            return
-        partitioner = partitioner_of([self.key_fn]) if self.key_fn is not None else None
-        planner.connect(
-            self, vertex, lambda edge, _: edge.distributed().partitioned(key, partitioner)
-        )
+        else:
+            connect_by_key(planner, self, vertex, self.key_fn)
 
 
 @dataclass(frozen=True)
