@@ -116,6 +116,9 @@ class JournalSourceP(AbstractProcessor):
         """(next offset, partition) of every partition read, smallest offset first."""
         self._snapshot = ResumableEmission(self.emit_from_traverser_to_snapshot)
         self._event_time_policy = event_time_policy
+        self._timestamp_fn: Callable[[Any], int] = _no_timestamp
+        if event_time_policy is not None and event_time_policy.timestamp_fn is not None:
+            self._timestamp_fn = event_time_policy.timestamp_fn
         self._mapper: EventTimeMapper | None = None
         """With event time: the watermarks, one mapper partition for all journal partitions."""
         self._restored_watermark: int | None = None
@@ -162,7 +165,7 @@ class JournalSourceP(AbstractProcessor):
         waits_on_none = self._journal.waits_on_none
         mapper = self._mapper
         if mapper is not None:
-            timestamp_fn = self._event_time_policy.timestamp_fn  # type: ignore[union-attr]
+            timestamp_fn = self._timestamp_fn
             now = mapper.now()
         while True:
             offset, partition = heap[0]
@@ -218,6 +221,10 @@ class JournalSourceP(AbstractProcessor):
         if self._mapper is not None and self._restored_watermark is not None:
             self._mapper.restore_watermark(0, self._restored_watermark)
         return True
+
+
+def _no_timestamp(item: Any) -> int:
+    raise AssertionError("a journal source reads timestamps only with an event time policy")
 
 
 def _journal_of(journal: str | ItemFn, count: int | None) -> _Journal:

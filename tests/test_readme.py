@@ -40,7 +40,7 @@ def test_the_readme_leads_in_under_300_lines_with_contents() -> None:
     assert headings[:3] == ["## Quickstart", "## A first pipeline", "## The Pipeline API"]
 
 
-@pytest.mark.parametrize("index", [0, 1, 2, 3])
+@pytest.mark.parametrize("index", [0, 1, 2, 3, 4])
 def test_the_local_blocks_print_what_the_readme_says(index: int) -> None:
     block = BLOCKS[index]
     assert "SparkEngine()" not in block.split("#")[0]
@@ -50,10 +50,10 @@ def test_the_local_blocks_print_what_the_readme_says(index: int) -> None:
 
 @pytest.mark.spark
 def test_the_streaming_recipe_continues_exactly_once_on_spark(spark_engine: Any) -> None:
-    recipe = BLOCKS[4]
+    recipe = BLOCKS[5]
     assert "ExecutionMode.CONTINUOUS" in recipe
     assert run(recipe) == expected_output(recipe) == "True"
 
 
 def test_every_python_block_is_tested() -> None:
-    assert len(BLOCKS) == 5
+    assert len(BLOCKS) == 6
