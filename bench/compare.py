@@ -50,7 +50,7 @@ GROUP_ROWS = {
     "watermark": ("13d",),
     "inference": ("14a", "14b", "14c"),
     "pipeline": ("18a", "18b", "18c"),
-    "recovery": ("19a", "19b"),
+    "recovery": ("19a", "19b", "19c"),
     "kafka": ("20a", "20b", "20c"),
     "service": ("21a",),
 }

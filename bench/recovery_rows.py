@@ -1,33 +1,44 @@
-"""Rows 19a-b (issue #32): how soon a continuous job commits its first snapshot, and how soon it
+"""Rows 19a-c (issues #32, #44): how soon a continuous job commits its first snapshot, how soon it
 commits again after a member's process is SIGKILLed, on a Spark standalone cluster spread over
 network namespaces (tests/netns_cluster.py: the driver, the master and two workers of one core,
-each a host of its own) against local[2].
+each a host of its own) against local[2], and how soon after a worker's host vanishes (its
+network cut, then the worker killed) against the executor SIGKILL on the same cluster.
 
 Each measurement is a driver process of its own (bench/recovery_child.py: the continuous
 exactly-once job of the cluster tests, 2 members, a snapshot every 100 ms), the two masters
 alternating round by round; the cluster is started once, before the first round. On the
 cluster the killed process is the member's executor JVM (the worker starts a new executor), on
 local[2] the member's Python worker (the executor there is the driver's JVM). Every run's counts
-are checked exact, with at least one restart, before any figure is reported. Needs root (the
+are checked exact, with at least one restart, before any figure is reported. Row 19c runs
+tests/netns_child.py's `host-vanished` job (a heartbeat timeout of 10 s); its goal is the
+heartbeat timeout + 10 s. Needs root (the
 namespaces); without it the rows are left out, with the reason logged.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.report import Row
+from bench.report import Goal, Row
 from bench.timing import Samples
 
 _CHILD = Path(__file__).with_name("recovery_child.py")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+_TESTS = Path(__file__).resolve().parent.parent / "tests"
+sys.path.insert(0, str(_TESTS))
 import netns_cluster  # noqa: E402 (the tests' cluster, found above)
+import spark_cluster_child  # noqa: E402
+
+VANISHED_GOAL_SECONDS = 20.0
+"""The heartbeat timeout of the host-vanished job (10 s) + 10 s."""
 
 LOCAL = "local[2]"
 
@@ -51,14 +62,39 @@ def _on_local(work: Path) -> dict[str, Any]:
     return _checked(json.loads(result.stdout.strip().splitlines()[-1]), LOCAL)
 
 
+def _vanished(cluster: netns_cluster.NamespaceCluster, number: int) -> dict[str, Any]:
+    """One host-vanished run: worker-1 cut off after the first commit, then killed; the
+    worker is back for the next run."""
+    work = cluster.shared / f"vanished-{number}"
+    work.mkdir()
+    argv = [str(_TESTS / "netns_child.py"), netns_cluster.MASTER_URL, str(work), "host-vanished"]
+    driver = cluster.spawn("driver", [sys.executable, *argv])
+    try:
+        while not list((work / "snapshots").glob("snapshot-*/MANIFEST")):
+            if driver.poll() is not None:
+                raise AssertionError(driver.communicate()[1][-4000:])
+            time.sleep(0.05)
+        cluster.vanish("worker-1")
+        (work / "vanished").write_text(repr(time.monotonic()))
+        output = cluster.driver_output(cluster.finish(driver, timeout=600), argv)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        cluster.bring_back("worker-1")
+    exact = output["published"] == list(range(spark_cluster_child.NUMBERS))
+    if not exact or output["restarts"] < 1 or output["recovery"] is None:
+        raise AssertionError(f"the host-vanished run was not exact: {output}")
+    return output
+
+
 def recovery(rounds: int, log: Callable[[str], None]) -> list[Row]:
-    """Rows 19a and 19b, `rounds` alternating rounds; none where namespaces cannot be made."""
+    """Rows 19a-c, `rounds` alternating rounds; none where namespaces cannot be made."""
     reason = netns_cluster.unavailable()
     if reason is not None:
-        log(f"rows 19a-b left out: no network namespaces here ({reason})")
+        log(f"rows 19a-c left out: no network namespaces here ({reason})")
         return []
     cluster = netns_cluster.NamespaceCluster()
-    runs: dict[str, list[dict[str, Any]]] = {"cluster": [], "local": []}
+    runs: dict[str, list[dict[str, Any]]] = {"cluster": [], "local": [], "vanished": []}
     try:
         cluster.start()
         with tempfile.TemporaryDirectory(prefix="jetspark-recovery-") as local_root:
@@ -73,6 +109,7 @@ def recovery(rounds: int, log: Callable[[str], None]) -> list[Row]:
                             [str(_CHILD), netns_cluster.MASTER_URL, str(work)]
                         )
                         runs["cluster"].append(_checked(output, "the namespace cluster"))
+                runs["vanished"].append(_vanished(cluster, number))
     finally:
         cluster.stop()
 
@@ -97,5 +134,15 @@ def recovery(rounds: int, log: Callable[[str], None]) -> list[Row]:
             samples("cluster", "recovery"),
             samples("local", "recovery"),
             extra={"restarts": {side: [run["restarts"] for run in runs[side]] for side in runs}},
+        ),
+        Row.compare(
+            "19c",
+            "time from a worker's host vanishing (its network cut, then the worker killed) to "
+            "the next snapshot committed after the restart, heartbeat timeout 10 s, vs an "
+            f"executor SIGKILLed (19b), {setting}, the namespace cluster",
+            "s",
+            samples("vanished", "recovery"),
+            samples("cluster", "recovery"),
+            goal=Goal("<=", VANISHED_GOAL_SECONDS, "s"),
         ),
     ]

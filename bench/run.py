@@ -378,7 +378,7 @@ def _process_rows(corpora: Corpora, sizes: Sizes, rounds: int) -> list[Row]:
 
 
 def _recovery_rows(rounds: int) -> list[Row]:
-    """Rows 19a-b, each driver in a process of its own (none where namespaces cannot be made)."""
+    """Rows 19a-c, each driver in a process of its own (none where namespaces cannot be made)."""
     from bench import recovery_rows
 
     return recovery_rows.recovery(rounds, _log)

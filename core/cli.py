@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,14 @@ def _master_url(text: str) -> str:
     return text
 
 
+def _spark_setting(text: str) -> tuple[str, str]:
+    """An argparse type: a Spark setting written KEY=VALUE, as spark-submit's `--conf` takes it."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
 def mode_of(job: Job) -> str:
     """How `job` ran: "local", or on Spark "stages", "micro_batch" or "continuous"."""
     spark_mode = getattr(job, "execution_mode", None)  # a SparkJob's chosen Mode
@@ -91,7 +99,8 @@ def add_engine_arguments(
 ) -> None:
     """Adds `--engine spark|local` (unless not `choose_engine`; `default_engine` when it is not
     given, except that a program spark-submit runs, or one handed a SparkContext, uses Spark),
-    `--master URL`, `--members N` (default `members`, else Spark's default parallelism and 1 on
+    `--master URL`, `--conf KEY=VALUE` (repeatable: Spark settings of the context the session
+    creates), `--members N` (default `members`, else Spark's default parallelism and 1 on
     the local engine) and, when `ui_default` describes when the Spark UI is on by default,
     `--spark-ui`/`--no-spark-ui` (None when not given: see `EngineSession.of`)."""
     if choose_engine:
@@ -108,6 +117,15 @@ def add_engine_arguments(
         type=_master_url,
         metavar="URL",
         help="Spark master (default: spark-submit's --master under spark-submit, else local[*])",
+    )
+    parser.add_argument(
+        "--conf",
+        type=_spark_setting,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting of the context the command starts, as spark-submit's --conf "
+        "(repeatable; wins over spark-submit's and jetspark's own)",
     )
     parser.add_argument(
         "--members",
@@ -313,8 +331,10 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(arguments)
-        if getattr(args, "engine", None) == "local" and args.master:
-            parser.error("--master applies to --engine spark only")
+        if getattr(args, "engine", None) == "local":
+            for option, value in (("--master", args.master), ("--conf", args.conf)):
+                if value:
+                    parser.error(f"{option} applies to --engine spark only")
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     from jetspark.processors.tfidf import InputError
@@ -362,8 +382,9 @@ class EngineSession:
     SparkContext or SparkSession), else on the process's active context, else on a new context
     for `master` (default: spark-submit's under spark-submit, else local[*]), which `close()`
     (or leaving the `with` block) stops again. A context it creates is quiet
-    (`session.create_context`) unless `verbose`, and serves Spark's web UI on 127.0.0.1 when
-    `ui`; its address is announced on stderr.
+    (`session.create_context`) unless `verbose`, serves Spark's web UI on 127.0.0.1 when
+    `ui` (its address is announced on stderr) and has the Spark `settings` (`--conf`), which
+    neither the local engine nor a context it does not create can take: ValueError then.
     """
 
     def __init__(
@@ -374,9 +395,12 @@ class EngineSession:
         spark: Any = None,
         verbose: bool = False,
         ui: bool = False,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         self._created: Any = None
         if kind == "local":
+            if settings:
+                raise ValueError(f"Spark settings ({', '.join(settings)}) need the Spark engine")
             from jetspark.core.local_engine import LocalEngine
 
             count = members or 1
@@ -391,7 +415,14 @@ class EngineSession:
             from jetspark.core.spark.session import create_context, default_master
 
             _say(f"starting Spark ({master or default_master()}) ...")
-            spark = self._created = create_context(master, verbose=verbose, ui=ui)
+            spark = self._created = create_context(
+                master, verbose=verbose, ui=ui, settings=settings
+            )
+        elif settings:
+            raise ValueError(
+                f"Spark settings ({', '.join(settings)}) apply to a context the session "
+                "creates, and a SparkContext is running already"
+            )
         self.engine = SparkEngine(spark=spark, members=members)
         self.description = f"Spark {self.engine.context.master} ({self.engine.members} members)"
         if ui:
@@ -409,7 +440,7 @@ class EngineSession:
         verbose = getattr(args, "verbose", False)
         chosen = getattr(args, "spark_ui", None)
         ui = ui if chosen is None else chosen
-        return cls(engine, args.members, args.master, spark, verbose, ui)
+        return cls(engine, args.members, args.master, spark, verbose, ui, dict(args.conf))
 
     def ran(self, job: Job) -> str:
         """Where and how `job` ran: "ran on <engine>, mode <local|stages|micro_batch|
@@ -548,7 +579,9 @@ def _warm_up(args: argparse.Namespace, spark: Any) -> int:
     driver JVM's class archive at its exit unless it exists (`core/spark/class_archive.py`)."""
     from jetspark.core.spark import class_archive
 
-    with EngineSession("spark", args.members, args.master, spark, args.verbose) as session:
+    with EngineSession(
+        "spark", args.members, args.master, spark, args.verbose, settings=dict(args.conf)
+    ) as session:
         session.engine.context.parallelize(range(2), 2).map(abs).collect()
     print(class_archive.describe())
     return 0

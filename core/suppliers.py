@@ -180,6 +180,26 @@ def declares_unbounded(meta_supplier: Any) -> bool:
     return any(getattr(holder, "unbounded", False) is True for holder in holders)
 
 
+def writes_directory(supplier: Any, directory: str) -> Any:
+    """Marks a sink's supplier as writing files into `directory`, which on a cluster must be
+    storage every executor and the driver share (checked before the job starts). Returns
+    `supplier`."""
+    supplier.writes_directory = directory
+    return supplier
+
+
+def declared_directory(meta_supplier: Any) -> str | None:
+    """The directory a vertex's meta-supplier, its supplier or its processor function was
+    marked with by `writes_directory`, or None."""
+    supplier = getattr(meta_supplier, "supplier", None)
+    holders = (meta_supplier, supplier, getattr(supplier, "processor_fn", None))
+    for holder in holders:
+        directory = getattr(holder, "writes_directory", None)
+        if isinstance(directory, str):
+            return directory
+    return None
+
+
 def reads_fixed_ranges(supplier: Any) -> Any:
     """Marks a replayable source whose snapshot fixes what it reads next: in a micro-batch it
     reads exactly the range its restored state names (Kafka offsets up to the end offsets the

@@ -23,7 +23,12 @@ from jetspark.core.context import Context
 from jetspark.core.files import create_exclusive, fsync_directory
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
-from jetspark.core.suppliers import ProcessorFn, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.suppliers import (
+    ProcessorFn,
+    ProcessorMetaSupplier,
+    ProcessorSupplier,
+    writes_directory,
+)
 from jetspark.core.watermark import Watermark
 from jetspark.processors.functions import drain, engine_stores, entry_key, entry_value
 from jetspark.processors.snapshots import ProcessorState
@@ -343,7 +348,9 @@ def write_file_transactional_p(
 ) -> ProcessorFn:
     """Writes `to_string(item)` lines to `part-*` files in `directory`, publishing each
     snapshot's files when the snapshot is committed (an exactly-once file sink)."""
-    return lambda: WriteFileTransactionalP(directory, to_string, charset)
+    return writes_directory(
+        lambda: WriteFileTransactionalP(directory, to_string, charset), directory
+    )
 
 
 class WriteLoggerP(AbstractProcessor):

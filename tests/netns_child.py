@@ -17,13 +17,20 @@
   (after it stopped a worker for good), restarts waiting 5 s for slots
   (spark.jetspark.restart.slot.wait); prints the same and the rescales;
 - `unshared-store`: the continuous job with its snapshots in /tmp/store, a directory every host
-  has but none shares; prints how it ended.
+  has but none shares; prints how it ended;
+- `host-vanished`: as `worker-lost` with a heartbeat timeout of VANISHED_HEARTBEAT_TIMEOUT and the
+  default slot wait (the test cuts worker-1 off the network, then kills it); prints the same,
+  and when the restart began how many executors Spark still listed (the driver's and the
+  lost one included while Spark has not noticed the loss), and the seconds from the moment the
+  test wrote in WORK/vanished (CLOCK_MONOTONIC) to the first commit after the restart, after
+  which it opens WORK/gate itself.
 """
 
 from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 import sys
 import threading
@@ -45,6 +52,7 @@ from jetspark.core import (
 from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.continuous.settings import (
     COORDINATOR_PORT,
+    HEARTBEAT_TIMEOUT,
     MEMBER_PORT,
     PORT_RETRIES,
     RESTART_SLOT_WAIT,
@@ -52,6 +60,8 @@ from jetspark.core.spark.continuous.settings import (
 from jetspark.core.spark.session import create_context
 from jetspark.core.suppliers import ProcessorMetaSupplier
 
+VANISHED_HEARTBEAT_TIMEOUT = "10s"
+"""The host-vanished mode's spark.jetspark.heartbeat.timeout."""
 BATCH_JOBS = ("word_count", "tf_idf", "routing", "windowed_count")
 """Of spark_jobs.py's: the manual's two DAGs, items placed by the routing rules, watermarks."""
 MEMBERS = 2
@@ -119,6 +129,37 @@ def _same(item: Any) -> Any:
     return item
 
 
+class RestartWitness(logging.Handler):
+    """On the driver's log line of a restart: how many executors Spark lists at that moment;
+    then, once the next snapshot commits, how long after WORK/vanished, and opens WORK/gate."""
+
+    def __init__(self, context: Any, work: str) -> None:
+        super().__init__(logging.WARNING)
+        self.context = context
+        self.work = work
+        self.executors: int | None = None
+        self.recovery: float | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.executors is None and "a member was lost" in record.getMessage():
+            infos = self.context._jsc.sc().statusTracker().getExecutorInfos()
+            self.executors = len(infos)
+            committed = _commits(os.path.join(self.work, "snapshots"))
+            threading.Thread(target=self._time_next_commit, args=(committed,), daemon=True).start()
+
+    def _time_next_commit(self, committed: int) -> None:
+        snapshots = os.path.join(self.work, "snapshots")
+        while _commits(snapshots) <= committed:
+            time.sleep(0.01)
+        vanished = float(Path(self.work, "vanished").read_text())
+        self.recovery = time.monotonic() - vanished
+        Path(self.work, "gate").touch()
+
+
+def _commits(snapshots: str) -> int:
+    return len(glob.glob(os.path.join(snapshots, "snapshot-*", "MANIFEST")))
+
+
 def unshared_store(engine: SparkEngine, work: str) -> dict:
     """The continuous job with its store in every host's own /tmp: how it ended."""
     out = os.path.join(work, "out")
@@ -148,6 +189,8 @@ def main(master: str, work: str, mode: str) -> None:
         settings.update(FIREWALLED_SETTINGS)
     if mode == "worker-lost":
         settings[RESTART_SLOT_WAIT] = "5s"
+    if mode == "host-vanished":
+        settings[HEARTBEAT_TIMEOUT] = VANISHED_HEARTBEAT_TIMEOUT
     context = create_context(master, f"jetspark-netns-{mode}", settings=settings)
     engine = SparkEngine(context, members=MEMBERS, batch_items=BATCH_ITEMS)
     try:
@@ -165,6 +208,12 @@ def main(master: str, work: str, mode: str) -> None:
         elif mode == "worker-lost":
             snapshots = os.path.join(work, "snapshots")
             output = stream(engine, work, ExecutionMode.CONTINUOUS, snapshots, gate_opens=False)
+        elif mode == "host-vanished":
+            witness = RestartWitness(context, work)
+            logging.getLogger("jetspark.spark").addHandler(witness)
+            snapshots = os.path.join(work, "snapshots")
+            output = stream(engine, work, ExecutionMode.CONTINUOUS, snapshots, gate_opens=False)
+            output.update(executors_at_restart=witness.executors, recovery=witness.recovery)
         elif mode == "unshared-store":
             output = unshared_store(engine, work)
         else:

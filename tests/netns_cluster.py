@@ -181,6 +181,24 @@ class NamespaceCluster:
         self.daemons.clear()
         shutil.rmtree(ROOT, ignore_errors=True)
 
+    def set_link(self, host: str, up: bool) -> None:
+        """Cuts `host` off the network (its packets go nowhere, nothing is refused) or
+        connects it again."""
+        device = f"{PREFIX}{_SHORT[host]}"
+        _ip("link", "set", device, "up" if up else "down", namespace=self.namespace(host))
+
+    def vanish(self, worker: str) -> None:
+        """The worker's host vanishes: cut off the network first (its connections see no
+        end), then its worker and executors killed."""
+        self.set_link(worker, up=False)
+        self.stop_daemon(worker)
+
+    def bring_back(self, worker: str) -> None:
+        """The worker's host back on the network, its worker started and registered again."""
+        self.set_link(worker, up=True)
+        self.start_daemon(worker)
+        self.wait_for_workers(len(WORKERS))
+
     # --- processes ------------------------------------------------------------------------
 
     def env(self, host: str, **extra: str) -> dict[str, str]:

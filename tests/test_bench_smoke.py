@@ -32,8 +32,8 @@ ROWS = {
     *("20a", "20b", "20c"),
     "21a",
 }
-OPTIONAL_ROWS = {"13b", "14b", "14c", "19a", "19b"}
-"""Rows whose baseline needs the `bench` extra (pandas, pyarrow), or root (19a-b: network
+OPTIONAL_ROWS = {"13b", "14b", "14c", "19a", "19b", "19c"}
+"""Rows whose baseline needs the `bench` extra (pandas, pyarrow), or root (19a-c: network
 namespaces)."""
 
 

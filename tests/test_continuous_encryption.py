@@ -139,7 +139,8 @@ def test_spark_s_own_pem_key_and_certificate_are_used_when_its_ssl_settings_name
             WAIT
         )
     assert tls is not None and tls.certificate is None
-    assert (tls.certificate_path, tls.key_path) == (str(certificate), str(key))
+    assert tls.certificate_file is not None and tls.key_file is not None
+    assert (tls.certificate_file.path, tls.key_file.path) == (str(certificate), str(key))
     assert sorted(engine.get_list("out")) == list(range(ITEMS))
 
 
@@ -230,7 +231,8 @@ def test_spark_s_pkcs12_keystore_is_used_when_its_ssl_settings_name_one(
         engine.new_job(jobs.copy_dag(), JobConfig(execution_mode=ExecutionMode.CONTINUOUS)).join(
             WAIT
         )
-    assert tls is not None and (tls.certificate, tls.keystore_path) == (None, keystore)
+    assert tls is not None and tls.certificate is None and tls.keystore is not None
+    assert (tls.keystore.setting, tls.keystore.path) == ("spark.ssl.rpc.keyStore", keystore)
     assert sorted(engine.get_list("out")) == list(range(ITEMS))
     wrong = {**settings, "spark.ssl.rpc.keyStorePassword": "wrong"}
     with (
@@ -251,6 +253,6 @@ def test_a_jks_keystore_leaves_the_job_its_own_certificate_with_a_warning(
         caplog.at_level(logging.WARNING, logger="jetspark.spark"),
     ):
         tls = security_of(spark_engine.context).tls
-    assert tls is not None and tls.certificate is not None and tls.keystore_path is None
+    assert tls is not None and tls.certificate is not None and tls.keystore is None
     [warning] = [r.getMessage() for r in caplog.records]
     assert warning.startswith(f"the keystore {keystore} is a JKS keystore")

@@ -96,6 +96,29 @@ STORE_ERROR = (
     "driver and every executor must reach it at the same path (shared storage)\n"
 )
 
+COORDINATOR_UNREACHABLE = (
+    "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+    '  File "/x/member.py", line 3, in __call__\n'
+    "jetspark.core.spark.continuous.sockets.UnreachableError: member 1 on 10.0.0.3 cannot "
+    "reach the driver's coordinator at 10.0.0.1:7077 (no answer): spark.jetspark.coordinator"
+    ".port must accept connections from every executor\n"
+)
+
+
+def test_a_coordinator_no_member_reaches_fails_the_job_naming_address_port_and_setting() -> None:
+    """Not a lost member: the job would fail the same way at every restart."""
+    from py4j.protocol import Py4JError
+
+    from jetspark.core.spark.failures import spark_job_error
+
+    failure = Py4JError(BARRIER_FAILURE.format(reason=COORDINATOR_UNREACHABLE))
+    error = spark_job_error(failure, "job", {}, "python3")
+    assert str(error) == (
+        "job failed on Spark: member 1 on 10.0.0.3 cannot reach the driver's coordinator at "
+        "10.0.0.1:7077 (no answer): spark.jetspark.coordinator.port must accept connections "
+        "from every executor"
+    )
+
 
 @pytest.mark.parametrize(
     ("reason", "configuration"),
@@ -122,6 +145,13 @@ STORE_ERROR = (
         (
             "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
             "jetspark.core.spark.continuous.streams.PeerLostError: member 0 is gone\n",
+            False,
+        ),
+        (COORDINATOR_UNREACHABLE, True),
+        (
+            "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+            "jetspark.core.spark.continuous.sockets.UnreachableError: member 0 on h cannot "
+            "reach member 1 at 10.0.0.2:7078 (no answer): ...\n",
             False,
         ),
     ],

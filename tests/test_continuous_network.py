@@ -18,7 +18,12 @@ import pytest
 from spark_conf import configured
 
 from jetspark.core import ExecutionMode, JobConfig, JobFailedError
-from jetspark.core.spark.continuous.settings import COORDINATOR_PORT, MEMBER_PORT, PORT_RETRIES
+from jetspark.core.spark.continuous.settings import (
+    COORDINATOR_PORT,
+    HEARTBEAT_TIMEOUT,
+    MEMBER_PORT,
+    PORT_RETRIES,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -122,8 +127,11 @@ def test_the_coordinator_binds_the_bind_address_and_members_connect_to_the_drive
     engine: Any,
 ) -> None:
     """127.0.0.3 is loopback too: the coordinator listens there, and the members, told the
-    driver's host 127.0.0.1, find nothing listening; their failure names the address."""
-    with _configured(engine, **{"spark.driver.bindAddress": "127.0.0.3"}):
+    driver's host 127.0.0.1, find nothing listening. They retry within the heartbeat timeout,
+    then fail; a coordinator no member reaches is a configuration error: the job fails at
+    once, without a restart, naming the address and the setting."""
+    settings = {"spark.driver.bindAddress": "127.0.0.3", HEARTBEAT_TIMEOUT: "3s"}
+    with _configured(engine, **settings):
         job = engine.new_job(jobs.copy_dag(), CONTINUOUS)
         with pytest.raises(JobFailedError) as failure:
             job.join(120)
@@ -132,3 +140,5 @@ def test_the_coordinator_binds_the_bind_address_and_members_connect_to_the_drive
         r"\(Connection refused\)",
         str(failure.value),
     )
+    assert COORDINATOR_PORT in str(failure.value)
+    assert job.metrics.restarts == 0

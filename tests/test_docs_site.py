@@ -97,6 +97,28 @@ def test_the_api_reference_documents_every_public_name(site):
     assert "jetspark.core.spark.SparkEngine.new_job" in documented
 
 
+INHERITED_STAGE_METHODS = {
+    "BatchStage": ("map", "filter", "flat_map", "drain_to", "hash_join", "add_timestamps"),
+    "StreamStage": ("map", "merge", "drain_to", "hash_join_builder", "set_name"),
+    "BatchStageWithKey": ("map_stateful", "map_using_service", "distinct"),
+    "StreamStageWithKey": ("map_stateful", "filter_using_context", "rolling_aggregate"),
+    "StageWithWindow": ("aggregate2", "aggregate_builder"),
+    "StageWithKeyAndWindow": ("aggregate3", "aggregate_builder"),
+}
+"""Methods each stage kind has from a base class, which its API reference entry lists too."""
+
+
+def test_each_stage_kind_lists_the_methods_it_inherits(site):
+    documented = inventory(site)
+    missing = [
+        f"jetspark.core.pipeline.{kind}.{method}"
+        for kind, methods in INHERITED_STAGE_METHODS.items()
+        for method in methods
+        if f"jetspark.core.pipeline.{kind}.{method}" not in documented
+    ]
+    assert missing == []
+
+
 def test_a_broken_link_or_reference_fails_the_build(tmp_path):
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
     shutil.copytree(ROOT / "docs", tmp_path / "docs")

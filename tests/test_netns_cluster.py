@@ -221,6 +221,37 @@ def test_a_worker_stopped_for_good_leaves_the_continuous_job_one_member_exact(
     assert output["restarts"] >= 1 and output["rescales"] >= 1
 
 
+def test_a_vanished_host_is_replaced_before_spark_notices_it(
+    cluster: netns_cluster.NamespaceCluster,
+) -> None:
+    """One member per worker; after the first commit worker-1 is cut off the network, then
+    killed. The coordinator hears nothing for the heartbeat timeout, ends the members' stage
+    itself and restarts on the one slot left, without the slot wait: when the restart begins,
+    Spark still lists the lost executor (it notices only after spark.network.timeout, 120 s),
+    and every number is published once (the source's second half held until a snapshot
+    committed after the restart)."""
+    directory = work(cluster, "host-vanished")
+    script = str(TESTS / "netns_child.py")
+    argv = [script, netns_cluster.MASTER_URL, str(directory), "host-vanished"]
+    driver = cluster.spawn("driver", [sys.executable, *argv])
+    try:
+        while not glob.glob(str(directory / "snapshots" / "snapshot-*" / "MANIFEST")):
+            assert driver.poll() is None, driver.communicate()[1][-4000:]
+            time.sleep(0.1)
+        cluster.vanish("worker-1")
+        (directory / "vanished").write_text(repr(time.monotonic()))
+        output = cluster.driver_output(cluster.finish(driver, timeout=600), argv)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        cluster.bring_back("worker-1")
+    assert output["mode"] == "continuous"
+    assert output["published"] == numbers_published(output)
+    assert output["restarts"] >= 1 and output["rescales"] >= 1
+    driver_and_both_executors = 1 + len(netns_cluster.WORKERS)
+    assert output["executors_at_restart"] == driver_and_both_executors
+
+
 def test_storage_that_is_not_shared_fails_the_job_naming_the_host(
     cluster: netns_cluster.NamespaceCluster,
 ) -> None:

@@ -193,7 +193,7 @@ def test_drain_to_refuses_a_stage_of_another_pipeline() -> None:
 
     first, second = Pipeline.create(), Pipeline.create()
     stage = first.draw_from(Sources.list("a"))
-    with pytest.raises(DagValidationError, match="not a stage of this pipeline"):
+    with pytest.raises(DagValidationError, match="belong to different pipelines"):
         second.drain_to(Sinks.list("all"), stage)
 
 

@@ -116,7 +116,9 @@ def test_a_keyed_async_service_gets_the_key() -> None:
 async def _keyed_batch_later(
     directory: dict[int, str], keys: list[int], ns: list[int]
 ) -> list[str | None]:
-    return [None if n == 4 else f"{key}:{directory[n % 10]}" for key, n in zip(keys, ns)]
+    return [
+        None if n == 4 else f"{key}:{directory[n % 10]}" for key, n in zip(keys, ns, strict=True)
+    ]
 
 
 def test_a_keyed_batched_async_service_gets_each_items_key() -> None:

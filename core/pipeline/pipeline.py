@@ -20,6 +20,7 @@ class Pipeline:
     def __init__(self, name: str | None = None) -> None:
         self.name = name
         self._transforms: list[Transform] = []
+        self._members: set[Transform] = set()
         self._sinks: dict[int, str] = {}
 
     @staticmethod
@@ -64,8 +65,24 @@ class Pipeline:
         return self.draw_from(source)
 
     def register(self, transform: Transform) -> None:
-        """Adds a transform a stage created (stages call it)."""
+        """Adds a transform a stage created (stages call it); DagValidationError if one of its
+        inputs is a stage of another pipeline."""
+        self._refuse_foreign(transform.upstream, f"stage '{transform.name}'")
         self._transforms.append(transform)
+        self._members.add(transform)
+
+    def _refuse_foreign(self, inputs: list[Transform], taker: str) -> None:
+        """DagValidationError naming the first of `inputs` that is not of this pipeline and the
+        stage it was given to (the first input of this pipeline, else `taker`)."""
+        foreign = next((t for t in inputs if t not in self._members), None)
+        if foreign is None:
+            return
+        own = next((f"stage '{t.name}'" for t in inputs if t in self._members), taker)
+        raise DagValidationError(
+            f"{own} and stage '{foreign.name}' belong to different pipelines: an operation "
+            "takes stages of one pipeline only (draw every source of the job from the same "
+            "Pipeline)"
+        )
 
     def claim_sink(self, sink: Sink, stage: str) -> None:
         """Records that `stage` drains to `sink`; a sink object takes one stage only."""
@@ -84,11 +101,12 @@ class Pipeline:
         if not stages:
             raise DagValidationError("Pipeline.drain_to(sink, *stages) needs at least one stage")
         for stage in stages:
-            if not isinstance(stage, ComputeStage) or stage.pipeline is not self:
+            if not isinstance(stage, ComputeStage):
                 raise DagValidationError(
-                    f"Pipeline.drain_to: {stage!r} is not a stage of this pipeline (a stage "
-                    "drains into a sink of its own pipeline)"
+                    f"Pipeline.drain_to takes stages (pipeline.draw_from(source)...), got "
+                    f"{stage!r:.80}"
                 )
+        self._refuse_foreign([stage.transform for stage in stages], f"sink '{sink.name}'")
         if len({stage.bounded for stage in stages}) > 1:
             kinds = ", ".join(f"'{s.name}' ({type(s).__name__})" for s in stages)
             raise DagValidationError(

@@ -163,7 +163,7 @@ class ComputeStage(Stage, abc.ABC):
 
     def merge(self: _S, other: ComputeStage) -> _S:
         """Every item of this stage and of `other` (a stage of the same kind)."""
-        self._check_same_pipeline(other, "merge")
+        self._check_stage_argument(other, "merge")
         if type(other) is not type(self):
             raise DagValidationError(
                 f"stage '{self.name}': merge() takes a {type(self).__name__}, got "
@@ -403,7 +403,7 @@ class ComputeStage(Stage, abc.ABC):
         output_fn: Callable[[Any, list[Any]], Any],
     ) -> _S:
         for stage, clause in pairs:
-            self._check_same_pipeline(stage, "hash_join")
+            self._check_stage_argument(stage, "hash_join")
             if not isinstance(stage, BatchStage):
                 raise DagValidationError(
                     f"stage '{self.name}': a hash join enriches from batch stages only; "
@@ -431,7 +431,13 @@ class ComputeStage(Stage, abc.ABC):
         default, 60 s). Timestamps are int milliseconds (Jet's long): a float one is floored,
         anything else fails the job naming the stage and the item. On a batch stage (as in Jet
         0.7) the result is a stream stage that ends with its source, its last windows emitted
-        then."""
+        then. A stage whose items have timestamps already is refused (as in Jet)."""
+        if self.transform.timestamped:
+            raise DagValidationError(
+                f"stage '{self.name}' already has timestamps assigned to it, by stage "
+                f"'{_timestamped_by(self.transform).name}'; a stage takes add_timestamps "
+                "(with_timestamps, with_ingestion_timestamps) once: drop one of them"
+            )
         _check_callable(timestamp_fn, "add_timestamps", self.name)
         for setting, value in (("allowed_lag", allowed_lag), ("idle_timeout", idle_timeout)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -505,8 +511,10 @@ class ComputeStage(Stage, abc.ABC):
         self.pipeline.register(unwrap)
         return unwrap
 
-    def _check_same_pipeline(self, other: Stage, operation: str) -> None:
-        if isinstance(other, Stage) and other.pipeline is self.pipeline:
+    def _check_stage_argument(self, other: Any, operation: str) -> None:
+        """Refuses an argument of `operation` that is not an ungrouped stage (whether it is of
+        this pipeline, `Pipeline.register` checks)."""
+        if isinstance(other, Stage):
             return
         if isinstance(other, StageWithKey):
             fix = (
@@ -521,13 +529,8 @@ class ComputeStage(Stage, abc.ABC):
                 f"stage '{self.name}': {operation} takes an ungrouped stage, got stage "
                 f"'{other.stage.name}' grouped by a key; {fix}"
             )
-        if isinstance(other, Stage):
-            raise DagValidationError(
-                f"stage '{self.name}': {operation} takes a stage of the same pipeline; stage "
-                f"'{other.name}' belongs to another pipeline"
-            )
         raise DagValidationError(
-            f"stage '{self.name}': {operation} takes a stage of the same pipeline, got "
+            f"stage '{self.name}': {operation} takes a stage, got "
             f"{type(other).__name__} {other!r:.80}"
         )
 
@@ -1176,6 +1179,17 @@ def _grouping(
     return PartitionedKey(key_fn, partitioner)
 
 
+def _timestamped_by(transform: Transform) -> Transform:
+    """The stage that gave `transform`'s items their timestamps: an add_timestamps, a window or
+    a timestamped source."""
+    while not isinstance(transform, (TimestampTransform, WindowTransform)):
+        timestamped = [t for t in transform.upstream if t.timestamped]
+        if not timestamped:
+            return transform
+        transform = timestamped[0]
+    return transform
+
+
 def _ingestion_time(item: Any) -> int:
     """The wall clock in epoch milliseconds: `with_ingestion_timestamps`' timestamp."""
     return wall_clock_ms()
@@ -1274,15 +1288,15 @@ def _parse_co_arguments(
 
 
 def _co_arguments(first: ComputeStage, args: tuple[Any, ...], inputs: int) -> _CoArguments:
-    """The arguments of an ungrouped `aggregateN`; every stage of the same pipeline."""
+    """The arguments of an ungrouped `aggregateN`; every other input a stage."""
     co = _parse_co_arguments(first, args, inputs, first)
     for stage in co.stages[1:]:
-        first._check_same_pipeline(stage, f"aggregate{inputs}")
+        first._check_stage_argument(stage, f"aggregate{inputs}")
     return co
 
 
 def _keyed_co_arguments(first: StageWithKey, args: tuple[Any, ...], inputs: int) -> _CoArguments:
-    """The arguments of a grouped `aggregateN`; every stage grouped, of the same pipeline."""
+    """The arguments of a grouped `aggregateN`; every other input a grouped stage."""
     co = _parse_co_arguments(first, args, inputs, first.stage)
     for keyed in co.stages[1:]:
         if not isinstance(keyed, StageWithKey):
@@ -1290,7 +1304,7 @@ def _keyed_co_arguments(first: StageWithKey, args: tuple[Any, ...], inputs: int)
                 f"stage '{first.stage.name}': a grouped aggregate{inputs} takes stages grouped "
                 f"by a key (stage.grouping_key(fn)), got {keyed!r}"
             )
-        first.stage._check_same_pipeline(keyed.stage, f"aggregate{inputs}")
+        first.stage._check_stage_argument(keyed.stage, f"aggregate{inputs}")
     return co
 
 

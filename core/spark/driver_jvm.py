@@ -60,11 +60,17 @@ class JvmConsole:
     def failure(self, timeout: float = 10.0) -> str:
         """Why the JVM exited while starting: the message of the exception its main thread died
         of, else its last lines on stderr. Waits (at most `timeout` s) for its stderr to end."""
-        self._thread.join(timeout)
-        if self._fatal is not None:
-            return self._fatal
+        fatal = self.died_of(timeout)
+        if fatal is not None:
+            return fatal
         said = " / ".join(line.strip() for line in self._last_lines if line.strip())
         return f"the driver JVM exited as it started ({said or 'it wrote nothing on stderr'})"
+
+    def died_of(self, timeout: float = 10.0) -> str | None:
+        """The message of the exception the JVM's main thread died of (quiet, the console hides
+        that line with the stack), or None. Waits (at most `timeout` s) for its stderr to end."""
+        self._thread.join(timeout)
+        return self._fatal
 
     def _forward(self) -> None:
         killed = KilledTaskOutput()

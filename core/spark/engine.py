@@ -19,15 +19,15 @@ from jetspark.core.snapshot_store import Snapshot, SnapshotStore
 from jetspark.core.spark.continuous.explain import explain_continuous
 from jetspark.core.spark.continuous.run import run_continuous_job
 from jetspark.core.spark.guarantees import (
-    TemporarySnapshotStore,
     check_streaming_job,
-    end_of_temporary_store,
+    discard_temporary_store,
     store_for_restart,
 )
 from jetspark.core.spark.job import SparkJob
 from jetspark.core.spark.microbatch.run import run_micro_batch_job
 from jetspark.core.spark.modes import Mode, choose_mode
 from jetspark.core.spark.session import master_of, spark_context_of, stop_context
+from jetspark.core.spark.shared_storage import check_storage_shared
 from jetspark.core.spark.shipping import ship_package
 from jetspark.core.spark.slots import release_slots, task_slots
 from jetspark.core.spark.stages.explain import explain_plan
@@ -146,7 +146,9 @@ class SparkEngine:
         job or one with a guarantee continuously (every member a long-running task of one
         barrier stage, snapshots in-band), or as micro-batches, one Spark job per snapshot
         (docs/fault_tolerance.md). `snapshot_store` must be a DirectorySnapshotStore on storage
-        every executor reaches (default: a temporary directory, local masters only);
+        every executor reaches (default: a temporary directory, local masters only), which a
+        cluster's executors are asked to see before the job starts (SnapshotError if some do
+        not);
         `restore_from` (typically `store.latest()`) continues a job from a snapshot, at any
         member count.
         """
@@ -174,18 +176,19 @@ class SparkEngine:
         lease = acquire_store(store, job.name) if store is not None else None
         try:
             job.execution_mode = choose_mode(self.context, dag, config, self.members, holder=job)
+            check_storage_shared(self.context, store, dag)  # what some executors do not see
             job.modules_used = self.user_code.prepare(dag)
         except BaseException:
             release_slots(self.context, job)
             if lease is not None:
                 lease.release()
+            discard_temporary_store(store)
             raise
         job.on_end(lambda error: release_slots(self.context, job))
         if lease is not None:
             job.on_end(lambda error: lease.release())
         self._jobs = [j for j in self._jobs if not j.status.is_terminal] + [job]
-        if isinstance(store, TemporarySnapshotStore):
-            job.on_end(lambda error: end_of_temporary_store(job.name, store, error, job.restarting))
+        job.on_end(lambda error: discard_temporary_store(store, job.restarting))
         if self.job_view is not None:
             self.job_view.watch(job, dag)
         thread = InheritableThread(

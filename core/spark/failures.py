@@ -26,14 +26,34 @@ _BEGIN, _END = "<<jetspark-failure:", ":jetspark-failure>>"
 _PATTERN = re.compile(re.escape(_BEGIN) + r"(\{.*?\})" + re.escape(_END), re.DOTALL)
 
 
+FAILURE_FIELDS = frozenset(
+    {
+        "message",
+        "vertex_name",
+        "processor_index",
+        "callback",
+        "member",
+        "host",
+        "cause_type",
+        "traceback",
+    }
+)
+"""The facts of a processor's failure that the driver rebuilds its JobFailedError from, each a
+str, an int or None: `failure_report`'s keys."""
+
+
 class TaskFailure(RuntimeError):
     """Raised inside a Spark task; its message carries the failure's facts for the driver."""
 
 
+def failure_report(error: BaseException, facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts of `error` with its traceback text: plain data, whichever way it travels."""
+    return {**facts, "traceback": "".join(traceback.format_exception(error))}
+
+
 def task_failure(error: BaseException, facts: dict[str, Any]) -> TaskFailure:
     """Wraps `error` (with its traceback text) for the trip to the driver."""
-    details = {**facts, "traceback": "".join(traceback.format_exception(error))}
-    return TaskFailure(f"{_BEGIN}{json.dumps(details)}{_END}")
+    return TaskFailure(f"{_BEGIN}{json.dumps(failure_report(error, facts))}{_END}")
 
 
 def processor_failure_facts(failure: JobFailedError, member: int) -> dict[str, Any]:
@@ -185,6 +205,9 @@ _BARRIER_REFUSED = re.compile(
     r"([^\n]*)"
 )
 _SNAPSHOT_ERROR = re.compile(r"^(?:[\w.]+\.)?SnapshotError: ")
+_COORDINATOR_UNREACHABLE = re.compile(
+    r"^(?:[\w.]+\.)?UnreachableError: (.*cannot reach the driver's coordinator at .*)$"
+)
 _LOST_TASK = re.compile(r"Lost task \S+ in stage \S+ \(TID \d+\) \((\S+) executor ([^)\s]+)\)")
 
 
@@ -192,13 +215,16 @@ def configuration_error(error_text: str) -> bool:
     """Whether the text of a Spark failure says that the job cannot run as the cluster is
     configured, so that running it again would fail the same way: a module the executors
     cannot import, a Python they cannot run, a snapshot store they cannot use (a
-    SnapshotError), a barrier stage Spark refuses."""
+    SnapshotError), a driver's coordinator a member cannot reach after its retries, a barrier
+    stage Spark refuses."""
     remote = python_traceback(error_text)
+    last = remote.splitlines()[-1] if remote else ""
     return (
         missing_module(error_text) is not None
         or _NO_PYTHON.search(error_text) is not None
         or _BARRIER_REFUSED.search(error_text) is not None
-        or (remote is not None and _SNAPSHOT_ERROR.match(remote.splitlines()[-1]) is not None)
+        or _SNAPSHOT_ERROR.match(last) is not None
+        or _COORDINATOR_UNREACHABLE.match(last) is not None
     )
 
 
@@ -240,5 +266,7 @@ def spark_job_error(
     if (refused := _BARRIER_REFUSED.search(error_text)) is not None:
         return JobFailedError(f"{failed}: Spark refuses the job's barrier stage: {refused[1]}")
     remote = python_traceback(error_text)
+    if remote and (unreachable := _COORDINATOR_UNREACHABLE.match(remote.splitlines()[-1])):
+        return JobFailedError(f"{failed}: {unreachable[1]}{on}")
     details = f"\n--- traceback in the Spark task ---\n{remote}" if remote else ""
     return JobFailedError(f"{failed}: {spark_error_summary(error_text)}{on}{details}")

@@ -5,7 +5,6 @@ job names none (`TemporarySnapshotStore`)."""
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import tempfile
@@ -15,18 +14,16 @@ from pyspark import SparkContext
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
-from jetspark.core.errors import DagValidationError, JobCancelledError, SnapshotError
+from jetspark.core.errors import DagValidationError, SnapshotError
 from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.spark.session import master_of
 
-_log = logging.getLogger("jetspark.spark")
-
 
 class TemporarySnapshotStore(DirectorySnapshotStore):
     """The store of a job with a guarantee that named none (local masters only): a new
-    temporary directory, removed when the job completes or is cancelled and kept, its path
-    logged, when the job fails (`end_of_temporary_store`)."""
+    temporary directory, removed when the job ends, however it ends (`discard_temporary_store`);
+    a job to continue after a failure names a store of its own."""
 
 
 def stream_vertex(dag: DAG) -> tuple[str, Any] | None:
@@ -125,27 +122,17 @@ def _check_writable(directory: str) -> None:
     os.remove(probe)
 
 
-def end_of_temporary_store(
-    job_name: str, store: TemporarySnapshotStore, error: BaseException | None, restarting: bool
-) -> None:
-    """Removes the job's temporary store when the job completed or was cancelled (unless it is
-    cancelled to be restarted, which restores from it); after a failure keeps it and logs where
-    it is, so that the job can be continued from its last snapshot."""
-    if error is None or (isinstance(error, JobCancelledError) and not restarting):
+def discard_temporary_store(store: SnapshotStore | None, restarting: bool = False) -> None:
+    """Removes `store` if jetspark made it for the job (a TemporarySnapshotStore), however the
+    job ended, unless `restarting` (the cancel of `job.restart()`, which restores from it); a
+    user's store is never touched."""
+    if isinstance(store, TemporarySnapshotStore) and not restarting:
         shutil.rmtree(store.directory, ignore_errors=True)
-    elif not restarting:
-        _log.warning(
-            "%s failed; its snapshots are kept in %s: continue it with "
-            "restore_from=DirectorySnapshotStore(%r).latest(), or delete the directory",
-            job_name,
-            store.directory,
-            store.directory,
-        )
 
 
 def store_for_restart(store: DirectorySnapshotStore | None) -> DirectorySnapshotStore | None:
     """The store a restarted job takes: the job's own, unless it was a temporary store that is
-    gone (its job completed or was cancelled), in which case the restart makes a new one."""
+    gone (its job ended), in which case the restart makes a new one."""
     if isinstance(store, TemporarySnapshotStore) and not os.path.isdir(store.directory):
         return None
     return store

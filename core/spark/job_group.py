@@ -103,19 +103,21 @@ class GroupJobs:
 
 
 def wait_for_tasks_to_end(
-    context: Any, group: str, timeout: float = TASKS_END_TIMEOUT_SECONDS
-) -> None:
-    """Waits until no task of `group` runs any more, or logs a warning after `timeout`.
+    context: Any, group: str, timeout: float = TASKS_END_TIMEOUT_SECONDS, left_running: int = 0
+) -> int:
+    """Waits until no more than `left_running` tasks of `group` run (the tasks of members on
+    a host that vanished, which Spark ends only once it notices), or logs a warning after
+    `timeout`; returns how many still run.
 
     Spark fails a cancelled or failed job at once, while its running tasks stop only when they
     notice (a Python worker is killed a few seconds later): a job must not look ended while
     its tasks may still write sink files or snapshot parts.
     """
     if context._jsc is None:
-        return  # the context stopped, and its tasks with it
+        return 0  # the context stopped, and its tasks with it
     jobs = GroupJobs(context, group)
     deadline = time.monotonic() + timeout
-    while running := jobs.running_tasks():
+    while (running := jobs.running_tasks()) > left_running:
         if time.monotonic() >= deadline:
             _log.warning(
                 "%d Spark task(s) of job group %s still run %.0f s after the job ended; they "
@@ -124,5 +126,6 @@ def wait_for_tasks_to_end(
                 group,
                 timeout,
             )
-            return
+            return running
         time.sleep(_POLL_SECONDS)
+    return running

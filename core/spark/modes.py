@@ -8,7 +8,10 @@
 
 What Spark allows is decided here, at submit: a barrier stage needs all its tasks running at once,
 so CONTINUOUS needs a free task slot per member (slots.py: slots that running continuous jobs
-hold are not free), and Spark runs no barrier stage under dynamic allocation. Explicit
+hold are not free), and Spark runs no barrier stage under dynamic allocation. Where Spark
+authenticates without encrypting and the members cannot derive the job's secret on their
+executors, CONTINUOUS runs only with `spark.jetspark.continuous.plaintextSecret=warn`
+(continuous/secret_source.py). Explicit
 CONTINUOUS fails at submit naming the numbers or the setting; AUTO runs the job otherwise
 (MICRO_BATCH with a guarantee, else STAGES) and logs why, once.
 """
@@ -24,6 +27,8 @@ from pyspark import SparkContext
 from jetspark.core.config import ExecutionMode, JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
+from jetspark.core.spark.continuous.secret_source import plaintext_refusal
+from jetspark.core.spark.continuous.security import AUTHENTICATE, spark_encrypts
 from jetspark.core.spark.guarantees import stream_vertex
 from jetspark.core.spark.session import master_of
 from jetspark.core.spark.slots import (
@@ -57,6 +62,18 @@ def barrier_refusal(context: SparkContext) -> str | None:
             "allocation (SPARK-24942)"
         )
     return None
+
+
+def secret_refusal(context: SparkContext) -> str | None:
+    """Why a continuous job on `context` may not run: its secret would cross the network
+    readable (continuous/secret_source.py), naming what to set; or None."""
+    conf = context._jsc.sc().conf()  # type: ignore[union-attr]
+    return plaintext_refusal(
+        conf,
+        master_of(context),
+        authenticated=conf.getBoolean(AUTHENTICATE, False),
+        encrypted=spark_encrypts(conf),
+    )
 
 
 def choose_mode(
@@ -98,6 +115,9 @@ def choose_mode(
                 f"{refusal}: set {DYNAMIC_ALLOCATION}=false for this application, or let "
                 "execution_mode=AUTO run the job another way"
             )
+        secret = secret_refusal(context)
+        if secret is not None:
+            raise ValueError(f"execution_mode=CONTINUOUS cannot run the job: {secret}")
         slots = wait_for_slots(context, members)
         if slots < members:
             advice = (
@@ -130,7 +150,7 @@ def choose_mode(
         if guaranteed
         else f"it is unbounded (source {unbounded[0]!r})"
     )
-    refusal = barrier_refusal(context)
+    refusal = barrier_refusal(context) or secret_refusal(context)
     if refusal is not None:
         return _fallback(dag, config, guaranteed, f"{reason}, but {refusal}")
     wanted = min(members, configured_slots(context.getConf(), master_of(context)) or 1)

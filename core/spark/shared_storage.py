@@ -9,7 +9,11 @@ in both streaming modes: it opens every part as the member that wrote it reporte
 (`check_sealed`). Nothing of the snapshot is committed or published before these checks; one
 that fails fails the job at once, naming the part or vertex, the member or processor and its
 host, since running the job again would fail the same way. A directory a job's tasks write for
-the driver, such as `jetspark tfidf`'s index, can be checked before the job (`hosts_not_seeing`).
+the driver, such as `jetspark tfidf`'s index, can be checked before the job (`hosts_not_seeing`);
+on a cluster `SparkEngine.new_job` checks so the snapshot store and the directories of the
+transactional file sinks (`check_storage_shared`: their suppliers declare them,
+`suppliers.writes_directory`), and refuses a job some executors cannot share them with before
+anything of it runs.
 """
 
 from __future__ import annotations
@@ -23,9 +27,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError, SnapshotError
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held
+from jetspark.core.spark.session import master_of
 from jetspark.core.spark.stages.task_stores import TaskStores
+from jetspark.core.suppliers import declared_directory
 
 
 def task_host() -> str:
@@ -45,6 +52,37 @@ def hosts_not_seeing(context: Any, parent: str) -> list[str]:
         return hosts_missing(context, [probe])
     finally:
         shutil.rmtree(probe, ignore_errors=True)
+
+
+def check_storage_shared(context: Any, store: DirectorySnapshotStore | None, dag: DAG) -> None:
+    """SnapshotError naming the snapshot store's directory, or JobFailedError naming a
+    transactional sink's vertex and directory, and the hosts whose executors do not see it
+    (`hosts_not_seeing`), on a cluster; on a local master (`local[...]`, `local-cluster[...]`)
+    the executors run on the driver's machine, and nothing is checked. A sink's directory is
+    made first, as its processors would make it."""
+    master = master_of(context)
+    if master.startswith("local"):
+        return
+    shared = "shared storage that the driver and every executor reach at the same path"
+    not_started = (
+        "(a directory the driver made there did not appear to them). The job was not started"
+    )
+    if store is not None and (missing := hosts_not_seeing(context, store.directory)):
+        raise SnapshotError(
+            f"the snapshot store {store.directory!r} must be {shared}: on the cluster {master} "
+            f"the executors on {', '.join(missing)} do not see it {not_started}"
+        )
+    for vertex in dag.vertices():
+        directory = declared_directory(vertex.meta_supplier)
+        if directory is None:
+            continue
+        os.makedirs(directory, exist_ok=True)
+        if missing := hosts_not_seeing(context, directory):
+            raise JobFailedError(
+                f"vertex '{vertex.name}' writes its files into {directory!r}, which must be "
+                f"{shared}: on the cluster {master} the executors on {', '.join(missing)} do "
+                f"not see it {not_started}"
+            )
 
 
 def hosts_missing(context: Any, paths: list[str]) -> list[str]:

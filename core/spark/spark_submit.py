@@ -10,7 +10,10 @@ user's `--driver-java-options` still win), `SPARK_LOCAL_IP=127.0.0.1` for a `loc
 unless set (the driver is bound to 127.0.0.1 there anyway) and the JVM's stderr through a
 quiet `JvmConsole`; verbose (`jetspark --verbose submit`), it adds `--conf
 spark.log.level=INFO`, which a submitted script's context takes for the user's choice of
-Spark's log (`session.create_context`).
+Spark's log (`session.create_context`). When spark-submit refuses before any Python runs (a
+YARN master without `HADOOP_CONF_DIR`, cluster deploy mode on a standalone master), the quiet
+console hides the exception the JVM's main thread died of with its stack: its message is said
+instead, in one line on stderr (`jetspark submit: error: ...`), and the exit code is not 0.
 """
 
 from __future__ import annotations
@@ -83,8 +86,11 @@ def run_spark_submit(arguments: Sequence[str], *, verbose: bool = False) -> int:
     finally:
         console.launched()
     code = _waited(process)
-    console.failure()  # waits for the end of its stderr
-    return code
+    refusal = console.died_of()  # waits for the end of its stderr
+    if refusal is None:
+        return code
+    print(f"jetspark submit: error: {refusal}", file=sys.stderr, flush=True)
+    return code or 1
 
 
 def _waited(process: subprocess.Popen[bytes]) -> int:

@@ -3,22 +3,28 @@
 Routes: `/` the page (it polls the JSON below every second), `/api/jobs` the watched jobs,
 `/api/jobs/<id>` one job's model (model.py), `/api/jobs/<id>/dag.svg` its DAG's picture,
 `/metrics` every watched job's figures in Prometheus' text format. An id that is not an
-ASCII decimal of at most ID_DIGITS digits is no page (404). A client that sends no whole request
-within the view's request timeout is disconnected; one that leaves before its answer is written
-is noted in the debug log only.
+ASCII decimal of at most ID_DIGITS digits is no page (404). A client that has not sent its whole
+request within the view's request deadline (however it trickles the bytes), or stalls a read or
+write for the request timeout, is disconnected; one that leaves before its answer is written is
+noted in the debug log only. At most `max_connections` connections are handled at once, each on
+a thread of its own: any more are answered 503 by the server's loop and closed at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import ipaddress
 import itertools
 import json
 import logging
 import re
+import socket
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
@@ -43,6 +49,19 @@ SHUTDOWN_POLL_SECONDS = 0.1
 
 REQUEST_TIMEOUT_SECONDS = 10.0
 """How long the view waits for each read from or write to a client before hanging up."""
+
+REQUEST_DEADLINE_SECONDS = 5.0
+"""How long a client may take to send its whole request, from its connection on: a browser or
+Prometheus sends it in one packet, so this is slack for slow networks, and the most a client
+sending a byte now and then holds one of the view's threads."""
+
+MAX_CONNECTIONS = 32
+"""Connections a view handles at once, each on a thread: far more than the page (a request a
+second per open tab) and Prometheus (one per scrape) need, and the most threads a flood of
+clients takes from the driver."""
+
+BUSY_RETRY_AFTER_SECONDS = 1
+"""The `Retry-After` of the 503 that a connection beyond `max_connections` gets."""
 
 ID_DIGITS = 9
 """The most digits of a job's id in a path: a view numbers its jobs from 1."""
@@ -90,22 +109,27 @@ class JobView:
         clock: Clock = time.time,
         dot: str = "dot",
         request_timeout: float = REQUEST_TIMEOUT_SECONDS,
+        request_deadline: float = REQUEST_DEADLINE_SECONDS,
+        max_connections: int = MAX_CONNECTIONS,
+        monotonic: Callable[[], float] = time.monotonic,
         allowed_hosts: Iterable[str] = (),
     ) -> JobView:
         """Starts a view listening on `host`:`port` (0: any free port; see `url`). `clock` is
         the wall clock of rates and watermark lag; `dot` the Graphviz program drawing DAGs;
-        `request_timeout` the seconds a client may take to send its request or to take the
-        answer before the view hangs up. A request is answered only when its `Host` names an
-        IP address, `localhost`, or one of `allowed_hosts` (the names the view is reached by):
-        a page of another site that a DNS name was pointed at this machine cannot read it."""
+        `request_timeout` the seconds a client may stall a read of its request or a write of
+        the answer, `request_deadline` the seconds (on the clock `monotonic`) it may take to
+        send its whole request, before the view hangs up. Connections beyond `max_connections`
+        handled at once get 503 with `Retry-After` and are closed. A request is answered only
+        when its `Host` names an IP address, `localhost`, or one of `allowed_hosts` (the names
+        the view is reached by): a page of another site that a DNS name was pointed at this
+        machine cannot read it."""
         if type(port) is not int or not 0 <= port <= 65535:
             raise ValueError(f"the job view's port must be an int from 0 to 65535, got {port!r}")
-        if isinstance(request_timeout, bool) or not (
-            isinstance(request_timeout, int | float) and request_timeout > 0
-        ):
+        _check_seconds("request_timeout", request_timeout)
+        _check_seconds("request_deadline", request_deadline)
+        if type(max_connections) is not int or max_connections < 1:
             raise ValueError(
-                f"the job view's request_timeout must be a positive number of seconds, "
-                f"got {request_timeout!r}"
+                f"the job view's max_connections must be a positive int, got {max_connections!r}"
             )
         try:
             server = _Server((host, port), _Handler)
@@ -114,6 +138,10 @@ class JobView:
                 error.errno, f"the job view cannot listen on {host}:{port}: {error.strerror}"
             ) from error
         server.request_timeout = float(request_timeout)
+        server.request_deadline = float(request_deadline)
+        server.monotonic = monotonic
+        server.slots = threading.BoundedSemaphore(max_connections)
+        server.busy_answer = _busy_answer(max_connections)
         server.allowed_hosts = frozenset(name.lower().rstrip(".") for name in allowed_hosts)
         view = cls(server, clock, dot)
         view._thread.start()
@@ -216,6 +244,35 @@ class JobView:
         return svg
 
 
+def _check_seconds(name: str, seconds: object) -> None:
+    """Refuses `seconds` for the parameter `name` unless it is a positive number."""
+    if isinstance(seconds, bool) or not (isinstance(seconds, int | float) and seconds > 0):
+        raise ValueError(
+            f"the job view's {name} must be a positive number of seconds, got {seconds!r}"
+        )
+
+
+def _busy_answer(max_connections: int) -> bytes:
+    """The whole HTTP answer to a connection beyond `max_connections`."""
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    _, content_type, body = _json(
+        status,
+        {
+            "error": f"the job view handles {max_connections} connections at once; "
+            f"retry in {BUSY_RETRY_AFTER_SECONDS} s"
+        },
+    )
+    head = (
+        f"HTTP/1.0 {status.value} {status.phrase}\r\n"
+        f"Retry-After: {BUSY_RETRY_AFTER_SECONDS}\r\n"
+        f"Content-Type: {content_type}\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Cache-Control: no-store\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
 def _json(status: int, body: Any) -> _Answer:
     return status, "application/json", json.dumps(body).encode()
 
@@ -227,9 +284,46 @@ def _shown(path: str) -> str:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128
+    """Connections the kernel holds for the loop to accept: a burst of clients is accepted (or
+    turned away) at once instead of retrying its connect seconds later."""
     view: JobView
     request_timeout: float
+    request_deadline: float
+    monotonic: Callable[[], float]
+    slots: threading.BoundedSemaphore
+    """One per connection that may be handled at once."""
+    busy_answer: bytes
     allowed_hosts: frozenset[str]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Hands the connection to a thread of its own if a slot is free, else turns it away
+        on the server's loop, without waiting for the client."""
+        if not self.slots.acquire(blocking=False):
+            self._turn_away(request, client_address)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def _turn_away(self, connection: socket.socket, client_address: Any) -> None:
+        """Answers 503 and closes `connection`, never blocking: an answer its send buffer does
+        not take whole is cut short."""
+        _log.debug("job view: every slot busy, turned away %s", client_address)
+        connection.setblocking(False)
+        with contextlib.suppress(OSError):
+            connection.send(self.busy_answer)
+            # what the client sent already: closing a socket with unread bytes resets it
+            connection.recv(65536)
+        self.shutdown_request(connection)
 
     def accepts_host(self, host_header: str | None) -> bool:
         """Whether a request with this `Host` header may be answered (none: not a browser)."""
@@ -264,6 +358,9 @@ class _Handler(BaseHTTPRequestHandler):
         # the socket's, for every read and write (typeshed types it a ClassVar: it is per server)
         self.timeout = self.server.request_timeout  # type: ignore[misc]
         super().setup()
+        self.rfile.close()  # the socket's own reader, which knows no deadline
+        deadline = self.server.monotonic() + self.server.request_deadline
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, deadline, self.server))
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
@@ -293,3 +390,28 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         _log.debug("job view: %s", _shown(format % args))
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A connection's reading side that raises TimeoutError once `deadline` (on the server's
+    `monotonic` clock) has passed, however slowly the bytes before it came."""
+
+    def __init__(self, connection: socket.socket, deadline: float, server: _Server) -> None:
+        self._connection = connection
+        self._deadline = deadline
+        self._server = server
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self._deadline - self._server.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(
+                f"no whole request within the deadline of {self._server.request_deadline} s"
+            )
+        self._connection.settimeout(min(remaining, self._server.request_timeout))
+        try:
+            return self._connection.recv_into(buffer)
+        finally:
+            self._connection.settimeout(self._server.request_timeout)

@@ -69,6 +69,16 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> dict[str, int]
     options.add_argument("--glob", default="*.txt", help="which files of BOOKS_DIR to read")
     options.add_argument("--top", type=int, default=10, metavar="N")
     args = options.parse_args(argv)
+    if not Path(args.books).is_dir():
+        options.error(
+            f"BOOKS_DIR {args.books} does not exist (the default: ../shared/data/books beside "
+            "the repository); pass a directory of text files as BOOKS_DIR"
+        )
+    if not Path(args.stopwords).is_file():
+        options.error(
+            f"--stopwords {args.stopwords} does not exist (the default: "
+            "../shared/data/stopwords.txt beside the repository); pass a file of one word a line"
+        )
     pipeline = build_pipeline(args.books, args.glob, read_stopwords(args.stopwords))
     with runner.open_session(args, spark) as session:
         runner.run(session, pipeline, None)

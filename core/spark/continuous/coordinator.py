@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import pickle
 import socket
 import threading
 import time
@@ -45,12 +44,16 @@ from collections.abc import Callable
 from typing import Any
 
 from jetspark.core.config import JobConfig
+from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.metrics import RECENT_SNAPSHOTS, JobMetrics, SnapshotReport
 from jetspark.core.runtime.plan import JobPlan
-from jetspark.core.serialization import decode_batch
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.continuous import control
-from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError
+from jetspark.core.spark.continuous.control import (
+    ControlConnection,
+    RefusedMessageError,
+    SilentPeerError,
+)
 from jetspark.core.spark.continuous.frames import (
     CONTROL,
     DRIVER,
@@ -153,6 +156,7 @@ class ContinuousCoordinator:
         self._stores = stores
         self._store = store
         self._liveness = settings.liveness
+        self._security = security
         self._staged_bound = settings.staged_bytes
         self._wait_log_seconds = settings.wait_log_seconds
         self._staged_peak = 0
@@ -169,8 +173,14 @@ class ContinuousCoordinator:
         """Which member of the current run the coordinator found silent, and for how long."""
         self.lost_member: tuple[int, str] | None = None
         """That member's index, and what the coordinator heard of it (the silence)."""
+        self.on_member_lost: Callable[[], None] | None = None
+        """Called (on the coordinator's thread) once a member is found silent: the run loop
+        ends the members' stage then, without waiting for Spark to notice the lost host."""
         self.rescales = 0
         """How many restarts ran on fewer members than the run before."""
+        self.refused_messages = 0
+        """How many messages the coordinator refused to decode (control.decode_from_member),
+        each dropping its connection."""
         self.completed = threading.Event()
         self._lock = threading.RLock()
         self._token: str | None = None
@@ -279,7 +289,7 @@ class ContinuousCoordinator:
 
     def _admitted(self, raw: socket.socket, frames: Frames) -> None:
         """Serves a connection whose peer proved the key, on the gate's thread."""
-        connection = ControlConnection(raw, frames, self._liveness)
+        connection = ControlConnection(raw, frames, self._liveness, control.decode_from_member)
         with self._lock:
             if self._closed.is_set():
                 connection.close()
@@ -303,6 +313,15 @@ class ContinuousCoordinator:
                     self._handle(connection, member, kind, payload)
         except ForgedFrameError as error:
             _log.warning("%s: %s; connection closed", self._job_name, error)
+        except RefusedMessageError as error:
+            with self._lock:
+                self.refused_messages += 1
+            _log.warning(
+                "%s: refused a message from %s: %s; connection closed",
+                self._job_name,
+                connection.peer,
+                error,
+            )
         except SilentPeerError as silence:
             if member is not None:
                 self._lose(connection, member, silence)
@@ -353,6 +372,8 @@ class ContinuousCoordinator:
             self.lost_member = (member, str(silence))
             _log.warning("%s: %s", self._job_name, self.lost)
             self._fence(self.lost)
+        if self.on_member_lost is not None:
+            self.on_member_lost()
 
     def _new_epoch(self, token: str, attempt: int) -> _Epoch:
         self._fence("fenced: a newer attempt of the job is running")
@@ -383,12 +404,18 @@ class ContinuousCoordinator:
             if epoch is None or epoch.members.get(member) is not connection or self._cancelled:
                 return  # a fenced member, or a cancelled job: nothing it says counts
             if kind == control.RESULTS:
+                try:
+                    records = control.decode_results(payload, self._security.readable)
+                except JobFailedError as refused:  # an item of a class the driver refuses
+                    self.fatal = refused
+                    self._fence(f"the job failed: {refused}")
+                    return
                 if self._store is None:
-                    self._apply(payload)
+                    self._apply(records)
                 else:
-                    self._stage(epoch, member, payload)
+                    self._stage(epoch, member, records, sum(len(r[2]) for r in payload))
             elif kind == control.METRICS:
-                self._metrics[member] = pickle.loads(payload)
+                self._metrics[member] = payload
             elif kind == control.PART:
                 snapshot_id, *part = payload
                 self._part(epoch, member, snapshot_id, _Part(*part))
@@ -401,11 +428,10 @@ class ContinuousCoordinator:
             elif kind == control.PENDING and payload[0] == epoch.snapshot_id:
                 epoch.pending[member] = payload[1]
 
-    def _stage(self, epoch: _Epoch, member: int, records: list[Any]) -> None:
-        """Holds `member`'s sink writes until their snapshot commits; past the member's share
-        of the bound, the next snapshot starts at once."""
+    def _stage(self, epoch: _Epoch, member: int, records: list[Any], size: int) -> None:
+        """Holds `member`'s sink writes (`size` encoded bytes) until their snapshot commits;
+        past the member's share of the bound, the next snapshot starts at once."""
         epoch.staged.setdefault(member, []).extend(records)
-        size = sum(len(payload) for _, _, payload in records)
         epoch.staged_size[member] = epoch.staged_size.get(member, 0) + size
         self._staged_peak = max(self._staged_peak, epoch.staged_bytes())
         self._start_at_once_over_share(epoch)
@@ -440,9 +466,12 @@ class ContinuousCoordinator:
 
     def _log_wait(self, epoch: _Epoch, snapshot_id: int) -> None:
         """Logs, every `spark.jetspark.snapshot.waitLogInterval`, how long the snapshot under
-        way has waited, on which processors, and what the driver holds for it meanwhile."""
+        way has waited, on which processors, and what the driver holds for it meanwhile; not
+        once a member of its attempt is gone (that attempt ends, and the snapshot with it,
+        while the run loop restarts the job, waiting for task slots)."""
         waited = wait_clock() - epoch.waiting_since
-        if waited < epoch.next_wait_log:
+        gone = any(connection not in self._connections for connection in epoch.members.values())
+        if waited < epoch.next_wait_log or gone:
             return
         epoch.next_wait_log = waited + self._wait_log_seconds
         waiting_on = []
@@ -572,12 +601,12 @@ class ContinuousCoordinator:
         _tell_all(epoch, control.COMPLETED)
 
     def _apply(self, records: list[Any]) -> None:
-        """Sink writes into the driver's stores, in the order the member sent them."""
-        for kind, name, payload in records:
+        """Sink writes, decoded, into the driver's stores, in the order the member sent them."""
+        for kind, name, items in records:
             if kind == LIST:
-                self._stores.get_list(name).extend(decode_batch(payload))
+                self._stores.get_list(name).extend(items)
             elif kind == MAP:
-                self._stores.get_map(name).update(decode_batch(payload))
+                self._stores.get_map(name).update(items)
 
 
 def _tell_all(epoch: _Epoch, kind: str, payload: Any = None) -> None:

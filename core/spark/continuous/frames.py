@@ -16,8 +16,12 @@ HANDSHAKE_SECONDS. After it, a frame's length is bounded by FRAME_BYTES, so at m
 waits for its tag unchecked.
 
 With a TLS context, the connection first sets up TLS (Python's ssl over memory buffers, the
-socket staying a plain one) and all of the above runs inside it: the frames' keys never depend
-on TLS, which adds confidentiality.
+socket staying a plain one) and all of the above runs inside it. The frames' keys are then bound
+to the TLS session: their derivation also takes the SHA-256 digest of the server's certificate as
+this session presented it (the accepting end's own, the one the connecting end received), so a
+relay that terminates TLS with another certificate, even one the connecting end trusts, makes
+the key proof fail before a byte of data is sent. When the connecting end's context checks names
+(TlsContext), a verified server certificate that names hosts must name the one it connected to.
 """
 
 from __future__ import annotations
@@ -25,12 +29,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import secrets
 import socket
 import ssl
 import struct
 import threading
 import time
+from collections.abc import Iterable
+from typing import Any
 
 MAGIC = b"jetspk01"
 NONCE_BYTES = 32
@@ -136,10 +143,15 @@ class Opener:
 
 
 def derive_keys(
-    secret: bytes, purpose: str, initiator_greeting: bytes, acceptor_greeting: bytes
+    secret: bytes,
+    purpose: str,
+    initiator_greeting: bytes,
+    acceptor_greeting: bytes,
+    tls_binding: bytes = b"",
 ) -> tuple[bytes, bytes]:
     """(initiator -> acceptor key, acceptor -> initiator key): HKDF-SHA256 of the job's secret
-    with the purpose and both greetings (their nonces) as info."""
+    with the purpose, both greetings (their nonces) and `tls_binding` (over TLS, the SHA-256
+    digest of the server's certificate in this session; empty without TLS) as info."""
     pseudo_random = hmac.digest(_LABEL, secret, "sha256")
     purpose_bytes = purpose.encode()
     info = (
@@ -147,10 +159,44 @@ def derive_keys(
         + purpose_bytes
         + initiator_greeting
         + acceptor_greeting
+        + tls_binding
     )
     first = hmac.digest(pseudo_random, info + b"\x01", "sha256")
     second = hmac.digest(pseudo_random, first + info + b"\x02", "sha256")
     return first, second
+
+
+class TlsContext(ssl.SSLContext):
+    """An SSLContext as a handshake needs it: an accepting end's knows the certificate it
+    presents (`presented`, DER), which the frames' keys are bound to; a connecting end's with
+    `checks_names` refuses a server certificate that names hosts (subjectAltName DNS or IP)
+    but not the one it connected to (one naming no host is trusted on its verification alone)."""
+
+    presented: bytes = b""
+    checks_names: bool = False
+
+
+def check_names(certificate: dict[str, Any], hosts: Iterable[str]) -> bool:
+    """True when `certificate` (as SSLObject.getpeercert gives it) names no host, or names one
+    of `hosts` (an IP address by an IP name, a name by a DNS name or a one-label wildcard)."""
+    names = certificate.get("subjectAltName", ())
+    dns_names = [value.lower().rstrip(".") for kind, value in names if kind == "DNS"]
+    addresses = {ipaddress.ip_address(value) for kind, value in names if kind == "IP Address"}
+    if not dns_names and not addresses:
+        return True
+    for host in hosts:
+        try:
+            if ipaddress.ip_address(host) in addresses:
+                return True
+        except ValueError:
+            name = host.lower().rstrip(".")
+            label, _, parent = name.partition(".")
+            if any(
+                pattern == name or (pattern.startswith("*.") and label and pattern[2:] == parent)
+                for pattern in dns_names
+            ):
+                return True
+    return False
 
 
 class _Tls:
@@ -249,15 +295,17 @@ def handshake(
     identity: int,
     initiator: bool,
     seconds: float = HANDSHAKE_SECONDS,
-    tls: ssl.SSLContext | None = None,
+    tls: TlsContext | None = None,
+    server_hostname: str | None = None,
 ) -> Frames:
     """Greets the peer on `connection` (blocking) and proves the key both ways within
-    `seconds` and HANDSHAKE_BYTES read, first setting up TLS with `tls` when given; the
-    connection's Frames. HandshakeError when the peer closes, stays silent or sends anything
-    else; ForgedFrameError when it does not hold the key."""
+    `seconds` and HANDSHAKE_BYTES read, first setting up TLS with `tls` when given (the
+    connecting end reaching `server_hostname`, else the address it is connected to); the
+    connection's Frames. HandshakeError when the peer closes, stays silent, fails TLS or sends
+    anything else; ForgedFrameError when it does not hold the key for this TLS session."""
     stranger = _Stranger(connection, time.monotonic() + seconds)
     if tls is not None:
-        stranger.start_tls(tls, server_side=not initiator)
+        stranger.start_tls(tls, server_side=not initiator, server_hostname=server_hostname)
     own = _GREETING.pack(MAGIC, secrets.token_bytes(NONCE_BYTES), identity)
     stranger.send(own)
     theirs = stranger.take(_GREETING.size)
@@ -265,9 +313,9 @@ def handshake(
     if magic != MAGIC:
         raise HandshakeError(f"{stranger.peer} does not speak jetspark's protocol")
     if initiator:
-        send_key, receive_key = derive_keys(secret, purpose, own, theirs)
+        send_key, receive_key = derive_keys(secret, purpose, own, theirs, stranger.binding)
     else:
-        receive_key, send_key = derive_keys(secret, purpose, theirs, own)
+        receive_key, send_key = derive_keys(secret, purpose, theirs, own, stranger.binding)
     sealer, opener = Sealer(send_key), Opener(receive_key, stranger.peer)
     proof = bytearray()
     sealer.seal(b"", proof)
@@ -290,11 +338,20 @@ class _Stranger:
         self._budget = HANDSHAKE_BYTES
         self._plain = bytearray()
         self.tls: _Tls | None = None
+        self.binding = b""
+        """The SHA-256 digest of the server's certificate in this TLS session (empty without)."""
         self.peer = address_of(connection)
 
-    def start_tls(self, context: ssl.SSLContext, server_side: bool) -> None:
+    def start_tls(
+        self, context: TlsContext, server_side: bool, server_hostname: str | None
+    ) -> None:
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-        tls = context.wrap_bio(incoming, outgoing, server_side=server_side)
+        tls = context.wrap_bio(
+            incoming,
+            outgoing,
+            server_side=server_side,
+            server_hostname=None if server_side else server_hostname,
+        )
         while True:
             try:
                 tls.do_handshake()
@@ -310,9 +367,31 @@ class _Stranger:
             if done:
                 break
             incoming.write(self._receive())
+        if server_side:
+            certificate = context.presented
+        else:
+            certificate = tls.getpeercert(binary_form=True) or b""
+            self._check_names(context, tls, server_hostname)
+        self.binding = hashlib.sha256(certificate).digest()
         self.tls = _Tls(tls, incoming, outgoing)
         self._plain = bytearray()
         self.tls.decrypt(b"", self._plain, self.peer)  # what came with the last handshake bytes
+
+    def _check_names(
+        self, context: TlsContext, tls: ssl.SSLObject, server_hostname: str | None
+    ) -> None:
+        """HandshakeError when `context` checks names and the server's certificate names hosts
+        but neither `server_hostname` nor the address connected to."""
+        if not context.checks_names:
+            return
+        hosts = [self._connection.getpeername()[0]]
+        if server_hostname is not None:
+            hosts.append(server_hostname)
+        if not check_names(tls.getpeercert() or {}, hosts):
+            raise HandshakeError(
+                f"TLS with {self.peer} failed: its certificate names other hosts than "
+                f"{' or '.join(hosts)}"
+            )
 
     def send(self, data: bytes | bytearray) -> None:
         if self.tls is None:

@@ -21,13 +21,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import pickle
 import queue
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from traceback import format_exception
 from typing import Any
 
 from jetspark.core.errors import JobCancelledError, JobFailedError
@@ -41,10 +39,14 @@ from jetspark.core.spark.continuous import control
 from jetspark.core.spark.continuous.control import ControlConnection, SilentPeerError
 from jetspark.core.spark.continuous.frames import CONTROL, DRIVER, ForgedFrameError, Frames
 from jetspark.core.spark.continuous.security import ChannelSecurity
-from jetspark.core.spark.continuous.settings import ContinuousSettings
+from jetspark.core.spark.continuous.settings import (
+    COORDINATOR_PORT,
+    MEMBER_PORT,
+    ContinuousSettings,
+)
 from jetspark.core.spark.continuous.sockets import Gate, connect, listen
 from jetspark.core.spark.continuous.streams import StreamExchange
-from jetspark.core.spark.failures import processor_failure_facts, task_failure
+from jetspark.core.spark.failures import failure_report, processor_failure_facts, task_failure
 from jetspark.core.spark.shared_storage import SealingStores, task_host
 from jetspark.core.spark.stages.task_stores import RESULT_BATCH
 from jetspark.core.spark.task_restore import RestoreSpec
@@ -312,8 +314,9 @@ class MemberTask:
     """The coordinator's address."""
     token: str
     """Names the run (a Spark stage attempt of it adds its number)."""
-    security: ChannelSecurity
-    """The job's secret and TLS material: secure control and the members' connections."""
+    security: ChannelSecurity = dataclasses.field(repr=False)
+    """The job's secret and TLS material: secure control and the members' connections (never
+    in the repr)."""
     store: DirectorySnapshotStore | None
     settings: ContinuousSettings
     """Heartbeats with the driver, ports (settings.py)."""
@@ -352,6 +355,7 @@ class MemberTask:
                 settings.liveness.timeout,
                 who,
                 "the driver's coordinator",
+                COORDINATOR_PORT,
                 self.security,
                 CONTROL,
                 member,
@@ -418,18 +422,18 @@ class MemberTask:
                     ship_results(RESULT_BATCH)
                 if now >= next_metrics:
                     next_metrics = now + METRICS_SECONDS
-                    send(control.METRICS, pickle.dumps(runtime.metrics(), protocol=5))
+                    send(control.METRICS, runtime.metrics())
                     pending = snapshots.pending() if snapshots is not None else None
                     if pending is not None:
                         send(control.PENDING, pending)
             ship_results()
-            send(control.METRICS, pickle.dumps(runtime.metrics(), protocol=5))
+            send(control.METRICS, runtime.metrics())
             if snapshots is None:
                 send(control.FINISHED)
                 state.completed.wait()
         except JobFailedError as failure:
             facts = processor_failure_facts(failure, member)
-            send(control.FAILED, {**facts, "traceback": "".join(format_exception(failure))})
+            send(control.FAILED, failure_report(failure, facts))
             raise task_failure(failure, facts) from failure
         except JobCancelledError:
             if state.stop_reason is None:
@@ -489,6 +493,7 @@ def connect_members(
                 timeout,
                 who,
                 f"member {peer}",
+                MEMBER_PORT,
                 security,
                 purpose,
                 member,
@@ -527,24 +532,27 @@ def connect_members(
 
 def connect_proven(
     address: tuple[str, int],
-    timeout: float,
+    window: float,
     who: str,
     what: str,
+    port_setting: str,
     security: ChannelSecurity,
     purpose: str,
     identity: int,
     expected: int,
 ) -> tuple[socket.socket, Frames]:
     """A connection from `who` to `what` at `address` whose handshake for `purpose` proved
-    both ends hold the job's secret, and whose peer says it is `expected`."""
-    connection = connect(address, timeout, who, what)
-    try:
-        frames = security.handshake(connection, purpose, identity, initiator=True)
+    both ends hold the job's secret, and whose peer says it is `expected`; refused, reset or
+    dropped, it is tried again for `window` seconds (sockets.connect)."""
+
+    def prove(connection: socket.socket) -> Frames:
+        frames = security.handshake(
+            connection, purpose, identity, initiator=True, peer_host=address[0]
+        )
         if frames.peer_identity != expected:
             raise ConnectionError(
                 f"{who} expected {what} at {frames.peer}, which says it is {frames.peer_identity}"
             )
-    except BaseException:
-        connection.close()
-        raise
-    return connection, frames
+        return frames
+
+    return connect(address, window, who, what, port_setting, prove)

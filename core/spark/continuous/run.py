@@ -15,6 +15,12 @@ whole job (member.py). When the stage fails, what failed decides:
   in `job.metrics.restarts`. When the cluster has no free slot for every member within
   `spark.jetspark.restart.slot.wait`, the restart runs on the members it has slots for, the
   snapshot rescaling to them (restarts.py), logged and counted in `job.metrics.rescales`.
+
+A member the coordinator finds silent for the heartbeat timeout (its host unreachable or gone)
+is lost at once: the driver cancels the members' stage itself rather than wait for Spark to
+notice the host (`spark.worker.timeout`, `spark.network.timeout`: minutes), and the restart
+runs on the free slots left beside the silent member's task, without the slot wait, as Jet
+restarts on the members that are left (manual §3.5.4).
 """
 
 from __future__ import annotations
@@ -80,6 +86,7 @@ def run_continuous_job(
         )
         job.read_metrics_live(coordinator.metrics)
         job.on_cancel(coordinator.cancel)
+        coordinator.on_member_lost = lambda: context.cancelJobGroup(job.group)
         name = dag.name or job.name
         while True:
             token = secrets.token_hex(8)
@@ -136,9 +143,10 @@ def _restart_plan(
         raise processor_error(coordinator.processor_failure) from failure
     if coordinator.fatal is not None:
         raise coordinator.fatal from failure
-    wait_for_tasks_to_end(context, job.group)
-    text = str(failure)
     silent = coordinator.lost_member
+    # a silent member's host may be gone: Spark ends its task only when it notices (minutes)
+    vanished = wait_for_tasks_to_end(context, job.group, left_running=int(silent is not None))
+    text = str(failure)
     lost = failed_member(context, text, silent[0] if silent is not None else None)
     if lost is not None and silent is not None:  # Spark killed its task: the silence is why
         lost = dataclasses.replace(lost, reason=silent[1])
@@ -158,10 +166,12 @@ def _restart_plan(
         config.max_restarts,
         from_snapshot,
     )
-    wait = settings_of(context).slot_wait
+    # a lost task's executor is replaced in seconds: wait for its slot; a silent member's
+    # host is not, and Jet restarts on the members left at once (manual §3.5.4)
+    wait = settings_of(context).slot_wait if silent is None else 0.0
     members = members_for_restart(
         plan.member_count,
-        lambda: slots_for_restart(context, job),
+        lambda: slots_for_restart(context, job) - vanished,
         wait,
         job.cancel_event.is_set,
     )
@@ -174,16 +184,20 @@ def _restart_plan(
             f"{job.name}: {context.master} has no free task slot left to restart the job on "
             f"after waiting {wait:g} s ({RESTART_SLOT_WAIT})"
         ) from failure
+    waited = (
+        f"after waiting {wait:g} s ({RESTART_SLOT_WAIT})"
+        if silent is None
+        else "beside the silent member's (not waited for)"
+    )
     _log.warning(
-        "%s: rescaled to %d members (was %d): %s has %d free task slots after waiting %g s "
-        "(%s); restarting from snapshot %s",
+        "%s: rescaled to %d members (was %d): %s has %d free task slots %s; restarting from "
+        "snapshot %s",
         job.name,
         members,
         plan.member_count,
         context.master,
         members,
-        wait,
-        RESTART_SLOT_WAIT,
+        waited,
         from_snapshot,
     )
     plan.close(failure)

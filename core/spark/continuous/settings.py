@@ -12,7 +12,8 @@
   connect to `spark.driver.host`, as Spark's driver does.
 - `spark.jetspark.restart.slot.wait` (default 60s): after a lost member, how long a restart
   waits for the cluster to have a free task slot for every member again (a lost executor
-  replaced); past it the job restarts on the members it has slots for.
+  replaced); past it the job restarts on the members it has slots for. A member lost by
+  silence (heartbeat timeout: its host vanished) is not waited for.
 - `spark.jetspark.link.window` (default 4m): per link of a distributed edge (one upstream to
   one downstream processor on another member), the encoded bytes its sender may have sent that
   the receiver has not moved into the downstream queue yet (besides two queue sizes of entries).

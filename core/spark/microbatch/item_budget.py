@@ -9,11 +9,16 @@ part per item as long as the fixed part (shrinking further would lower throughpu
 batch's duration), nor below MIN_ITEM_BUDGET; it at most quadruples from one batch to the next.
 So a slow sink (ms an item) brings the budget down to the few items that fit the interval, and
 a fast job's budget grows to what its interval holds.
+
+The first batch knows nothing of the job's costs: it starts small (INITIAL_ITEM_BUDGET), so a
+job whose items are slow commits within about an interval rather than after a large first batch
+(20,000 items of 2 ms each were 40 s), and its duration, which includes the job's start (Python
+workers, a restore), is not taken as the cost of its items: the budget just grows from it.
 """
 
 from __future__ import annotations
 
-INITIAL_ITEM_BUDGET = 20_000
+INITIAL_ITEM_BUDGET = 256
 """Items per source processor in a job's first batch; later batches adapt it."""
 MIN_ITEM_BUDGET = 1
 """The fewest items per source processor a batch is given."""
@@ -33,11 +38,17 @@ class ItemBudget:
         self._fixed = fixed is not None
         self._spent: list[tuple[int, float]] = []
         """(budget, seconds) of the last batches that spent their budget, newest last."""
+        self._started = False
+        """Whether a batch that spent its budget was taken in (the first one only grows it)."""
 
     def adapt(self, budget: int, seconds: float, behind: bool, interval: float) -> None:
         """Takes in a batch that had `budget` items per source and took `seconds`, whose
         sources were `behind` (spent their budget), for a snapshot interval of `interval` s."""
         if self._fixed or not behind or seconds <= 0:
+            return
+        if not self._started:  # the job's start is in its duration: no cost of its items
+            self._started = True
+            self.items = int(self.items * MAX_GROWTH)
             return
         self._spent = [point for point in self._spent if point[0] != budget][-1:]
         self._spent.append((budget, seconds))
