@@ -20,25 +20,42 @@ from jetspark.core.suppliers import ProcessorSupplier
 
 MIN_BACKOFF_SECONDS = 0.000_01
 MAX_BACKOFF_SECONDS = 0.001
+QUIET_SECONDS = 0.1
+"""After this long without progress a driver is quiet: it idles QUIET_BACKOFF_SECONDS at a time."""
+QUIET_BACKOFF_SECONDS = 0.02
+"""A quiet driver's wait: input from a thread or a socket still ends it at once (wakeup.py);
+only a source that must be polled (a Kafka consumer, a journal) is asked up to this late."""
 
 
 class Backoff:
-    """Sleeps when nothing progressed: short at first, doubling, capped at 1 ms (§7.6.4)."""
+    """Sleeps when nothing progressed: short at first, doubling, capped at 1 ms (§7.6.4); once
+    nothing progressed for QUIET_SECONDS, QUIET_BACKOFF_SECONDS at a time, so a quiet member
+    costs little of a core. Progress resets it."""
 
-    __slots__ = ("_delay",)
+    __slots__ = ("_busy_until", "_delay")
 
     def __init__(self) -> None:
         self._delay = MIN_BACKOFF_SECONDS
+        self._busy_until: float | None = None
+        """When, at the cap, the driver turns quiet (None: not at the cap yet)."""
 
     def idle(self, wait: Callable[[float], object]) -> None:
         """Waits the current delay (`wait(seconds)`, which may return early when input
-        arrives) and doubles it (up to the cap)."""
+        arrives) and lengthens it (module constants)."""
         wait(self._delay)
-        self._delay = min(self._delay * 2, MAX_BACKOFF_SECONDS)
+        if self._delay < MAX_BACKOFF_SECONDS:
+            self._delay = min(self._delay * 2, MAX_BACKOFF_SECONDS)
+            return
+        now = time.monotonic()
+        if self._busy_until is None:
+            self._busy_until = now + QUIET_SECONDS
+        elif now >= self._busy_until:
+            self._delay = QUIET_BACKOFF_SECONDS
 
     def reset(self) -> None:
         """Back to the shortest delay, after progress."""
         self._delay = MIN_BACKOFF_SECONDS
+        self._busy_until = None
 
 
 class MemberRuntime:
