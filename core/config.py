@@ -18,17 +18,22 @@ class ProcessingGuarantee(enum.Enum):
 
 
 class ExecutionMode(enum.Enum):
-    """How SparkEngine runs a job (LocalEngine is continuous by nature and accepts all three).
+    """How a job runs: asked in `JobConfig.execution_mode`, told by `job.execution_mode` (never
+    AUTO there: what AUTO chose). LocalEngine runs every job in Jet's own model, in-process: its
+    jobs say CONTINUOUS, whatever was asked.
 
-    CONTINUOUS: Jet's own model, every member a long-running task of one Spark barrier stage,
-    records flowing between members as they are produced, snapshots in-band. MICRO_BATCH: one
-    Spark job per snapshot interval (needs a processing guarantee). AUTO: CONTINUOUS for
-    unbounded jobs and jobs with a guarantee when the cluster has a task slot per member, else
-    MICRO_BATCH (with a guarantee) or RDD stages; jobs reading a Spark stream (`read_stream_p`)
-    run as micro-batches; bounded jobs without a guarantee run as RDD stages.
+    STAGES: RDD stages, one `mapPartitions` per group of local edges, a shuffle per distributed
+    edge (bounded jobs without a processing guarantee). CONTINUOUS: Jet's own model, every
+    member a long-running task of one Spark barrier stage, records flowing between members as
+    they are produced, snapshots in-band. MICRO_BATCH: one Spark job per snapshot interval
+    (needs a processing guarantee). AUTO: CONTINUOUS for unbounded jobs and jobs with a
+    guarantee when the cluster has a task slot per member, else MICRO_BATCH (with a guarantee)
+    or STAGES; jobs reading a Spark stream (`read_stream_p`) run as micro-batches; bounded jobs
+    without a guarantee run as STAGES.
     """
 
     AUTO = "auto"
+    STAGES = "stages"
     CONTINUOUS = "continuous"
     MICRO_BATCH = "micro_batch"
 

@@ -8,7 +8,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.config import ExecutionMode, JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import AssertionCompletedError, JobCancelledError, JobFailedError
 from jetspark.core.runtime.metrics import JobMetrics
@@ -127,6 +127,9 @@ class Job:
         self._error: BaseException | None = None
         self._read_metrics: Callable[[], JobMetrics] = JobMetrics
         self._on_cancel: Callable[[], None] | None = None
+        self.execution_mode: ExecutionMode | None = None
+        """How the job runs (never AUTO: what AUTO chose), once the engine decided; a
+        LocalEngine job runs CONTINUOUS, Jet's model in-process."""
 
     @property
     def status(self) -> JobStatus:

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.config import ExecutionMode, JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG, PlansADag
 from jetspark.core.errors import JobCancelledError
 from jetspark.core.job import Job, checked_submission, end_failure, end_jobs, warn_at_submission
@@ -131,6 +131,7 @@ class LocalEngine:
             return self.new_job(dag, config, snapshot_store=store, restore_from=latest)
 
         job = Job(next(_job_ids), config.name, snapshot_store=store, restart=restart)
+        job.execution_mode = ExecutionMode.CONTINUOUS
         lease = acquire_store(store, job.name) if store is not None else None
         try:
             run = _LocalRun(self, job, dag, config, restore_from, lease)

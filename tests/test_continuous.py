@@ -28,7 +28,6 @@ from jetspark.core import (
     LocalEngine,
     ProcessingGuarantee,
 )
-from jetspark.core.spark.modes import Mode
 from jetspark.edges import EdgeConfig, between, from_
 from jetspark.processors import read_list_p, stream_journal_p, write_list_p
 
@@ -72,7 +71,7 @@ def test_auto_runs_a_bounded_job_without_a_guarantee_as_stages(engine: Any) -> N
     engine.get_list("in").extend(range(100))
     job = engine.new_job(jobs.copy_dag())
     job.join(120)
-    assert job.execution_mode is Mode.STAGES
+    assert job.execution_mode is ExecutionMode.STAGES
     assert job.metrics.execution_mode == "stages"
     assert sorted(engine.get_list("out")) == list(range(100))
 
@@ -85,7 +84,7 @@ def test_auto_runs_a_job_with_a_guarantee_continuously_when_every_member_has_a_s
     with caplog.at_level(logging.INFO, logger="jetspark.spark"):
         job = engine.new_job(jobs.copy_dag(), config)
     job.join(120)
-    assert job.execution_mode is Mode.CONTINUOUS
+    assert job.execution_mode is ExecutionMode.CONTINUOUS
     assert job.metrics.execution_mode == "continuous"
     assert sorted(engine.get_list("out")) == list(range(100))
     assert any("runs CONTINUOUS" in r.getMessage() for r in caplog.records)
@@ -102,7 +101,7 @@ def test_auto_falls_back_to_micro_batches_without_a_slot_per_member(
     with caplog.at_level(logging.WARNING, logger="jetspark.spark"):
         job = engine.new_job(jobs.copy_dag(), config)
     job.join(120)
-    assert job.execution_mode is Mode.MICRO_BATCH
+    assert job.execution_mode is ExecutionMode.MICRO_BATCH
     assert sorted(engine.get_list("out")) == list(range(100))
     message = next(r.getMessage() for r in caplog.records if "not CONTINUOUS" in r.getMessage())
     assert "2 task slots" in message and "(3)" in message
@@ -112,7 +111,7 @@ def test_auto_runs_an_unbounded_job_without_a_guarantee_continuously(engine: Any
     engine.get_list("journal").extend(range(50))
     job = engine.new_job(_unbounded_dag())
     try:
-        assert job.execution_mode is Mode.CONTINUOUS
+        assert job.execution_mode is ExecutionMode.CONTINUOUS
         _wait_for(lambda: len(engine.get_list("endless-out")) >= 50, job)
     finally:
         job.cancel()

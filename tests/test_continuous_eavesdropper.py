@@ -396,7 +396,7 @@ def test_continuous_is_refused_or_falls_back_where_the_secret_would_travel_reada
         with pytest.raises(ValueError, match="execution_mode=CONTINUOUS cannot run the job: "):
             modes.choose_mode(context, dag, continuous, 2)
         with caplog.at_level(logging.WARNING, logger="jetspark.spark"):
-            assert modes.choose_mode(context, dag, guaranteed, 2) is modes.Mode.MICRO_BATCH
+            assert modes.choose_mode(context, dag, guaranteed, 2) is ExecutionMode.MICRO_BATCH
     [fallback] = [r.getMessage() for r in caplog.records if "not CONTINUOUS" in r.getMessage()]
     assert "Spark does not encrypt its RPC" in fallback
 

@@ -22,7 +22,6 @@ from jetspark.core import (
     JobConfig,
     ProcessingGuarantee,
 )
-from jetspark.core.spark.modes import Mode
 from jetspark.core.spark.slots import configured_slots
 from jetspark.edges import between
 from jetspark.processors import stream_journal_p, write_list_p
@@ -80,7 +79,7 @@ def test_auto_runs_micro_batches_under_dynamic_allocation_and_says_why(
     with caplog.at_level(logging.WARNING, logger="jetspark.spark"):
         job = engine.new_job(jobs.copy_dag("allocated", "allocated-out"), config)
         job.join(120)
-    assert job.execution_mode is Mode.MICRO_BATCH
+    assert job.execution_mode is ExecutionMode.MICRO_BATCH
     assert job.metrics.restarts == 0
     assert sorted(engine.get_list("allocated-out")) == list(range(100))
     (why,) = _fallbacks(caplog)
@@ -122,7 +121,7 @@ def test_slots_held_by_a_running_continuous_job_are_not_free(
         with caplog.at_level(logging.WARNING, logger="jetspark.spark"):
             beside = engine.new_job(jobs.copy_dag("beside", "beside-out"), config)
             beside.join(120)  # in the slot the holder leaves
-        assert beside.execution_mode is Mode.MICRO_BATCH
+        assert beside.execution_mode is ExecutionMode.MICRO_BATCH
         assert sorted(engine.get_list("beside-out")) == list(range(100))
         (why,) = _fallbacks(caplog)
         assert "has 2 task slots, 1 of them held by holder (1)" in why

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import InheritableThread, SparkContext
 
-from jetspark.core.config import JobConfig
+from jetspark.core.config import ExecutionMode, JobConfig
 from jetspark.core.dag import DAG, PlansADag
 from jetspark.core.errors import JobFailedError
 from jetspark.core.job import Job, checked_submission, end_jobs, warn_at_submission
@@ -25,7 +25,7 @@ from jetspark.core.spark.guarantees import (
 )
 from jetspark.core.spark.job import SparkJob
 from jetspark.core.spark.microbatch.run import run_micro_batch_job
-from jetspark.core.spark.modes import Mode, choose_mode
+from jetspark.core.spark.modes import choose_mode
 from jetspark.core.spark.session import master_of, spark_context_of, stop_context
 from jetspark.core.spark.shared_storage import check_storage_shared
 from jetspark.core.spark.shipping import ship_package
@@ -122,14 +122,18 @@ class SparkEngine:
         plan = plan_job(dag, config, self.members, self.default_local_parallelism)
         parallelism = {name: v.local_parallelism for name, v in plan.vertices.items()}
         plan.close(None)
-        if mode is Mode.CONTINUOUS:
+        if mode is ExecutionMode.CONTINUOUS:
             slots = task_slots(self.context)
             master = master_of(self.context)
             return explain_continuous(dag, config, self.members, slots, master, parallelism)
         stages = plan_stages(dag)
         persisted = persisted_stages(dag, stages)
         text = explain_plan(dag, stages, self.members, parallelism, persisted.__contains__)
-        return text if mode is Mode.STAGES else f"{text}\n\nrun as micro-batches, one per snapshot"
+        return (
+            text
+            if mode is ExecutionMode.STAGES
+            else f"{text}\n\nrun as micro-batches, one per snapshot"
+        )
 
     def new_job(
         self,
@@ -207,9 +211,9 @@ class SparkEngine:
         the job ends (FAILED with the error that ended it, if the mode did not end it)."""
         try:
             job.mark_running()
-            if job.execution_mode is Mode.CONTINUOUS:
+            if job.execution_mode is ExecutionMode.CONTINUOUS:
                 run_continuous_job(self, job, dag, config, restore_from)
-            elif job.execution_mode is Mode.MICRO_BATCH:
+            elif job.execution_mode is ExecutionMode.MICRO_BATCH:
                 run_micro_batch_job(self, job, dag, config, restore_from)
             else:
                 run_staged_job(self, job, dag, config)

@@ -34,8 +34,7 @@ class EngineFacts(Protocol):
 
 
 class SparkJob(Job):
-    """A job running on Spark: the Job API, plus `rdd(name)` for RDD sinks and
-    `execution_mode`, the mode the job runs in."""
+    """A job running on Spark: the Job API, plus `rdd(name)` for RDD sinks."""
 
     def __init__(
         self,
@@ -45,13 +44,10 @@ class SparkJob(Job):
         *,
         snapshot_store: SnapshotStore | None = None,
         restart: Callable[[], Job] | None = None,
-        execution_mode: Any = None,
     ) -> None:
         super().__init__(job_id, name, snapshot_store=snapshot_store, restart=restart)
         self.group = f"jetspark-{job_id}"
         self.context = context
-        self.execution_mode = execution_mode
-        """The ExecutionMode the job runs in (never AUTO: what AUTO chose)."""
         self._merged_metrics = JobMetrics()
         self._read_live: Callable[[], JobMetrics] | None = None
         self.rdd_reader: Callable[[str], RDD] | None = None

@@ -18,7 +18,6 @@ CONTINUOUS fails at submit naming the numbers or the setting; AUTO runs the job 
 
 from __future__ import annotations
 
-import enum
 import logging
 from typing import Any
 
@@ -42,14 +41,6 @@ from jetspark.core.suppliers import declares_unbounded
 
 _log = logging.getLogger("jetspark.spark")
 DYNAMIC_ALLOCATION = "spark.dynamicAllocation.enabled"
-
-
-class Mode(enum.Enum):
-    """How a job runs on Spark (what AUTO resolves to); values as `JobMetrics.execution_mode`."""
-
-    STAGES = "stages"
-    MICRO_BATCH = "micro_batch"
-    CONTINUOUS = "continuous"
 
 
 def barrier_refusal(context: SparkContext) -> str | None:
@@ -78,7 +69,7 @@ def secret_refusal(context: SparkContext) -> str | None:
 
 def choose_mode(
     context: SparkContext, dag: DAG, config: JobConfig, members: int, holder: Any = None
-) -> Mode:
+) -> ExecutionMode:
     """The mode `dag` runs in under `config` on `context` with `members` members; raises a clear
     error for a combination that cannot run. An AUTO choice is logged with its reason. The job
     `holder`, when given and run CONTINUOUS, holds its task slots until `release_slots`."""
@@ -87,13 +78,16 @@ def choose_mode(
     stream = stream_vertex(dag)
     rdd_vertex = _rdd_vertex(dag)
     if stream is not None:
-        if asked is ExecutionMode.CONTINUOUS:
+        if asked in (ExecutionMode.CONTINUOUS, ExecutionMode.STAGES):
             raise DagValidationError(
                 f"vertex '{stream[0]}' reads a Spark stream (read_stream_p): Spark's streaming "
                 "query drives such a job batch by batch, so it runs as MICRO_BATCH, not "
-                "CONTINUOUS"
+                f"{asked.name}"
             )
-        return Mode.MICRO_BATCH
+        return ExecutionMode.MICRO_BATCH
+    if asked is ExecutionMode.STAGES:
+        _check_stages(dag, guaranteed)
+        return ExecutionMode.STAGES
     if asked is ExecutionMode.MICRO_BATCH:
         if not guaranteed:
             raise ValueError(
@@ -101,7 +95,7 @@ def choose_mode(
                 "snapshots: it needs a processing guarantee (JobConfig(processing_guarantee=...))"
             )
         _refuse_unreplayable_source(dag, "execution_mode=MICRO_BATCH")
-        return Mode.MICRO_BATCH
+        return ExecutionMode.MICRO_BATCH
     if asked is ExecutionMode.CONTINUOUS:
         if rdd_vertex is not None:
             raise DagValidationError(
@@ -139,12 +133,12 @@ def choose_mode(
                 f"{slots}, {slots - free} of them held by running continuous jobs (members): "
                 f"{holders_text(holders)}; wait for one to end, or run with members={free}"
             )
-        return Mode.CONTINUOUS
+        return ExecutionMode.CONTINUOUS
     unbounded = [v.name for v in dag.vertices() if declares_unbounded(v.meta_supplier)]
     if not guaranteed and not unbounded:
-        return Mode.STAGES
+        return ExecutionMode.STAGES
     if rdd_vertex is not None:
-        return Mode.STAGES
+        return ExecutionMode.STAGES
     reason = (
         f"it has a processing guarantee ({config.processing_guarantee.name})"
         if guaranteed
@@ -165,7 +159,7 @@ def choose_mode(
             slots,
             members,
         )
-        return Mode.CONTINUOUS
+        return ExecutionMode.CONTINUOUS
     held = f", {slots - free} of them held by {holders_text(holders)}," if holders else ""
     why = (
         f"{reason}, but {context.master} has {slots} task slots{held} and continuous "
@@ -174,10 +168,26 @@ def choose_mode(
     return _fallback(dag, config, guaranteed, why)
 
 
-def _fallback(dag: DAG, config: JobConfig, guaranteed: bool, why: str) -> Mode:
+def _check_stages(dag: DAG, guaranteed: bool) -> None:
+    """Raises when `dag` cannot run as RDD stages: they take no snapshot (no processing
+    guarantee) and end only when every source does (no unbounded source)."""
+    if guaranteed:
+        raise ValueError(
+            "execution_mode=STAGES runs the job as RDD stages, which take no snapshot: a "
+            "processing guarantee needs MICRO_BATCH or CONTINUOUS (or AUTO)"
+        )
+    unbounded = [v.name for v in dag.vertices() if declares_unbounded(v.meta_supplier)]
+    if unbounded:
+        raise DagValidationError(
+            f"vertex '{unbounded[0]}' never completes (an unbounded source), and RDD stages end "
+            "only when their sources do: run the job CONTINUOUS or MICRO_BATCH (or AUTO)"
+        )
+
+
+def _fallback(dag: DAG, config: JobConfig, guaranteed: bool, why: str) -> ExecutionMode:
     """AUTO's choice when the job cannot run CONTINUOUS (`why`), logged once."""
-    fallback = Mode.MICRO_BATCH if guaranteed else Mode.STAGES
-    if fallback is Mode.MICRO_BATCH:
+    fallback = ExecutionMode.MICRO_BATCH if guaranteed else ExecutionMode.STAGES
+    if fallback is ExecutionMode.MICRO_BATCH:
         _refuse_unreplayable_source(dag, f"{why}, so it would run as micro-batches")
     name = config.name or dag.name or "the job"
     _log.warning("%s runs as %s, not CONTINUOUS: %s", name, fallback.name, why)

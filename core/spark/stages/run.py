@@ -9,7 +9,7 @@ from typing import Any
 from pyspark import RDD, StorageLevel
 from pyspark.core.broadcast import Broadcast
 
-from jetspark.core.config import JobConfig
+from jetspark.core.config import ExecutionMode, JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.metrics import JobMetrics
@@ -18,7 +18,6 @@ from jetspark.core.serialization import decode_batch
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
 from jetspark.core.spark.metrics import merge_metrics
-from jetspark.core.spark.modes import Mode
 from jetspark.core.spark.shipped_stores import free, shipped_contents
 from jetspark.core.spark.stages.plan import StagePlan, plan_stages
 from jetspark.core.spark.stages.records import LIST, MAP, METRICS, RESULT, is_collected_result
@@ -45,7 +44,7 @@ def run_staged_job(engine: EngineFacts, job: SparkJob, dag: DAG, config: JobConf
         final = _final_output(dag, stages, translation)
         results = final.filter(is_collected_result).collect()
         metrics = apply_results(engine.stores, results)
-        metrics.execution_mode = Mode.STAGES.value
+        metrics.execution_mode = ExecutionMode.STAGES.value
         job.publish_metrics(metrics)
         if has_rdd_sink(dag):
             job.rdd_reader = lambda name: _rdd_sink_items(final, name)
