@@ -36,6 +36,7 @@ from jetspark.processors import (
     map_p,
     read_journal_p,
     read_list_p,
+    stream_journal_p,
     write_file_transactional_p,
     write_list_p,
     write_map_p,
@@ -268,10 +269,14 @@ def expected_windows(items: list[tuple[int, str]]) -> dict[tuple[int, int, str],
 # ----------------------------------------------------------------- the file job
 
 
-def file_dag(fault: Callable[[Any], Any], out: str, *, source_lp: int = 2) -> DAG:
-    """journal("numbers") -> map(fault) -> transactional file sink in `out` (2 processors)."""
+def file_dag(
+    fault: Callable[[Any], Any], out: str, *, source_lp: int = 2, endless: bool = False
+) -> DAG:
+    """journal("numbers") -> map(fault) -> transactional file sink in `out` (2 processors);
+    `endless`: the journal followed for ever (the same snapshot state as the bounded one)."""
     dag = DAG()
-    source = dag.new_vertex("source", read_journal_p("numbers")).local_parallelism(source_lp)
+    journal = stream_journal_p("numbers") if endless else read_journal_p("numbers")
+    source = dag.new_vertex("source", journal).local_parallelism(source_lp)
     faulty = dag.new_vertex("fault", map_p(fault)).local_parallelism(source_lp)
     sink = dag.new_vertex("sink", write_file_transactional_p(out)).local_parallelism(2)
     dag.edge(between(source, faulty).set_config(SMALL_QUEUES))
@@ -310,9 +315,11 @@ def _run_child(work: str, mode: str, n: int) -> None:
     local = engine()
     local.get_list("numbers").extend(range(NUMBERS))
     store = DirectorySnapshotStore(snapshots)
-    job = local.new_job(
-        file_dag(fault, os.path.join(work, "out")), config(interval=2), snapshot_store=store
-    )
+    # dying at a manifest, the job must not end first: however slowly its snapshots commit
+    # (the sink saves on a thread of its own), it runs until snapshot n's manifest is written
+    endless = mode == "manifest"
+    dag = file_dag(fault, os.path.join(work, "out"), endless=endless)
+    job = local.new_job(dag, config(interval=2), snapshot_store=store)
     job.join(60)
 
 
