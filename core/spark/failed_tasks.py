@@ -71,11 +71,10 @@ def first_failed(error_text: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def failed_member(context: Any, error_text: str, member: int | None = None) -> FailedTask | None:
-    """The lost member of a continuous job whose barrier stage failed with `error_text`:
-    `member` when the caller knows which one was lost (it stopped answering), else the one
-    whose failure looks most like a loss (an executor lost, then a Python worker crashed, then
-    the task that failed first). None when Spark's status store does not tell."""
+def failed_member(context: Any, error_text: str) -> FailedTask | None:
+    """The lost member of a continuous job whose barrier stage failed with `error_text`: the
+    one whose failure looks most like a loss (an executor lost, then a Python worker crashed,
+    then the task that failed first). None when Spark's status store does not tell."""
     named = first_failed(error_text)
     if named is None:
         return None
@@ -85,8 +84,6 @@ def failed_member(context: Any, error_text: str, member: int | None = None) -> F
     except Exception as error:  # a stopped context, a Spark without the method: no names
         _log.debug("the status store did not name the failed tasks: %s", error)
         return None
-    if member is not None:
-        return ended.get(member)
     if not ended:
         return None
 
@@ -100,6 +97,32 @@ def failed_member(context: Any, error_text: str, member: int | None = None) -> F
         return 4 if task.reason.startswith(_KILLED) else 3
 
     return min(ended.values(), key=lambda task: (rank(task), task.partition))
+
+
+def silent_member(context: Any, group: str, member: int, reason: str) -> FailedTask | None:
+    """Member `member` of the latest stage of job group `group`, with `reason`: one the driver
+    found silent and ended the stage of itself (its task may still count as running, its host
+    gone). None when Spark's status store does not tell."""
+    try:
+        tracker = context.statusTracker()
+        stages = [
+            stage
+            for job in tracker.getJobIdsForGroup(group)
+            if (info := tracker.getJobInfo(job)) is not None
+            for stage in info.stageIds
+        ]
+        if not stages or context._jsc is None:
+            return None
+        status = context._jsc.sc().statusStore()
+        stage = max(stages)
+        tasks = status.taskList(stage, status.lastStageAttempt(stage).attemptId(), _MAX_TASKS)
+        for index in range(tasks.size()):
+            task = tasks.apply(index)
+            if task.partitionId() == member:
+                return FailedTask(member, task.host(), task.executorId(), reason)
+    except Exception as error:  # a stopped context, a Spark without the method: no names
+        _log.debug("the status store did not name the silent member's task: %s", error)
+    return None
 
 
 def _ended_tasks(context: Any, stage: int) -> dict[int, FailedTask]:

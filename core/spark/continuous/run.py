@@ -25,7 +25,6 @@ restarts on the members that are left (manual §3.5.4).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import secrets
 
@@ -40,7 +39,7 @@ from jetspark.core.spark.continuous.restarts import members_for_restart
 from jetspark.core.spark.continuous.security import security_of
 from jetspark.core.spark.continuous.settings import RESTART_SLOT_WAIT, settings_of
 from jetspark.core.spark.continuous.streams import PeerLostError
-from jetspark.core.spark.failed_tasks import failed_member, spark_reason
+from jetspark.core.spark.failed_tasks import failed_member, silent_member, spark_reason
 from jetspark.core.spark.failures import configuration_error, processor_error
 from jetspark.core.spark.job import EngineFacts, SparkJob
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
@@ -147,9 +146,10 @@ def _restart_plan(
     # a silent member's host may be gone: Spark ends its task only when it notices (minutes)
     vanished = wait_for_tasks_to_end(context, job.group, left_running=int(silent is not None))
     text = str(failure)
-    lost = failed_member(context, text, silent[0] if silent is not None else None)
-    if lost is not None and silent is not None:  # Spark killed its task: the silence is why
-        lost = dataclasses.replace(lost, reason=silent[1])
+    if silent is None:
+        lost = failed_member(context, text)
+    else:  # the driver ended the stage itself: the silence is why
+        lost = silent_member(context, job.group, *silent)
     if configuration_error(text):
         raise job.error_of(failure, lost.where() if lost is not None else None)
     if job.snapshot_store is None or not coordinator.count_restart():
