@@ -72,9 +72,12 @@ def _spark_setting(text: str) -> tuple[str, str]:
 
 
 def mode_of(job: Job) -> str:
-    """How `job` ran: "local", or on Spark "stages", "micro_batch" or "continuous"."""
-    spark_mode = getattr(job, "execution_mode", None)  # a SparkJob's chosen Mode
-    return job.metrics.execution_mode if spark_mode is None else spark_mode.value
+    """How `job` ran: "local" on LocalEngine (its metrics say so), or on Spark "stages",
+    "micro_batch" or "continuous" (its ExecutionMode)."""
+    ran = job.metrics.execution_mode
+    if ran == "local" or job.execution_mode is None:
+        return ran
+    return job.execution_mode.value
 
 
 def chosen_engine(args: argparse.Namespace, spark: Any = None) -> str:
