@@ -17,7 +17,7 @@
   (after it stopped a worker for good), restarts waiting 5 s for slots
   (spark.jetspark.restart.slot.wait); prints the same and the rescales;
 - `unshared-store`: the continuous job with its snapshots in /tmp/store, a directory every host
-  has but none shares; prints how it ended;
+  has but none shares; prints how it ended (REFUSED: at `new_job`);
 - `host-vanished`: as `worker-lost` with a heartbeat timeout of VANISHED_HEARTBEAT_TIMEOUT and the
   default slot wait (the test cuts worker-1 off the network, then kills it); prints the same,
   and when the restart began how many executors Spark still listed (the driver's and the
@@ -48,6 +48,7 @@ from jetspark.core import (
     JobConfig,
     JobFailedError,
     ProcessingGuarantee,
+    SnapshotError,
 )
 from jetspark.core.spark import SparkEngine
 from jetspark.core.spark.continuous.settings import (
@@ -161,7 +162,8 @@ def _commits(snapshots: str) -> int:
 
 
 def unshared_store(engine: SparkEngine, work: str) -> dict:
-    """The continuous job with its store in every host's own /tmp: how it ended."""
+    """The continuous job with its store in every host's own /tmp: how it ended, or that
+    `new_job` refused it."""
     out = os.path.join(work, "out")
     config = JobConfig(
         processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
@@ -171,11 +173,14 @@ def unshared_store(engine: SparkEngine, work: str) -> dict:
     )
     gate = os.path.join(work, "never")  # the job runs until the store's failure ends it
     numbers = ProcessorMetaSupplier.of(lambda: GatedNumbers(gate))
-    job = engine.new_job(
-        two_stage_dag(out, _same, _same, numbers),
-        config,
-        snapshot_store=DirectorySnapshotStore("/tmp/store"),
-    )
+    try:
+        job = engine.new_job(
+            two_stage_dag(out, _same, _same, numbers),
+            config,
+            snapshot_store=DirectorySnapshotStore("/tmp/store"),
+        )
+    except SnapshotError as refused:  # the executors were asked before the job started
+        return {"status": "REFUSED", "error": str(refused), "published": _published(out)}
     try:
         job.join(300)
     except JobFailedError as error:

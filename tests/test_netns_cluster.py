@@ -255,12 +255,13 @@ def test_a_vanished_host_is_replaced_before_spark_notices_it(
 def test_storage_that_is_not_shared_fails_the_job_naming_the_host(
     cluster: netns_cluster.NamespaceCluster,
 ) -> None:
-    """The store's path exists on every host, in each one's own /tmp: the driver cannot read
-    the members' parts, so the job fails naming a worker's host, and publishes nothing."""
+    """The store's path exists on every host, in each one's own /tmp: `new_job` asks the
+    executors for a directory the driver made there, and refuses the job before anything of
+    it runs, naming a worker's host; nothing is published."""
     for host in netns_cluster.HOSTS:
         (cluster.tmp(host) / "store").mkdir(exist_ok=True)
     output = child(cluster, "unshared-store", "unshared-store")
-    assert output["status"] == "FAILED" and output["published"] == []
+    assert output["status"] == "REFUSED" and output["published"] == []
     hosts = [netns_cluster.address(worker) for worker in netns_cluster.WORKERS]
     assert any(host in output["error"] for host in hosts), output["error"]
 
