@@ -19,7 +19,7 @@ take this path: a later driver run restoring them would get look-alike classes, 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgpack
@@ -64,8 +64,10 @@ def _unserializable(items: list[Any], error: Exception) -> TypeError:
     )
 
 
-def decode_batch(data: bytes) -> list[Any]:
-    """Decodes what `encode_batch` produced; raises ValueError when `data` is not such a batch."""
+def decode_batch(data: bytes, loads: Callable[[memoryview], Any] = pickle.loads) -> list[Any]:
+    """Decodes what `encode_batch` produced, a pickled batch with `loads` (a restricted
+    unpickler's, for bytes from a peer the caller does not trust with code); raises ValueError
+    when `data` is not such a batch."""
     kind, payload = data[:1], memoryview(data)[1:]
     if kind not in (_MSGPACK, _PICKLE):
         raise ValueError(f"not a jetspark batch (leading byte {bytes(kind)!r})")
@@ -73,7 +75,7 @@ def decode_batch(data: bytes) -> list[Any]:
         if kind == _MSGPACK:
             items = msgpack.unpackb(payload, use_list=False, raw=False, strict_map_key=False)
         else:
-            items = pickle.loads(payload)
+            items = loads(payload)
     except (ValueError, EOFError, pickle.UnpicklingError, msgpack.UnpackException) as error:
         raise ValueError(f"corrupt jetspark batch ({type(error).__name__}: {error})") from error
     if not isinstance(items, (list, tuple)):

@@ -55,6 +55,7 @@ from pyspark import cloudpickle
 
 from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.metrics import JobMetrics
+from jetspark.core.serialization import decode_batch
 from jetspark.core.spark.continuous.frames import Frames
 from jetspark.core.spark.continuous.settings import Liveness
 from jetspark.core.spark.failures import FAILURE_FIELDS
@@ -144,8 +145,6 @@ ITEM_TYPES = VALUE_TYPES | {
 }
 """The types of the items a member's sinks may write to the driver's named lists and maps:
 plain values and jetspark's result types."""
-_PICKLED_BATCH = b"P"
-"""The leading byte of serialization.encode_batch's batches, which the members' sinks send."""
 
 
 class SilentPeerError(ConnectionError):
@@ -157,8 +156,9 @@ class RefusedMessageError(ConnectionError):
     allow-list: nothing in it was called, and the connection is dropped."""
 
 
-class _RefusedTypeError(pickle.UnpicklingError):
-    """A pickle named a type outside the allow-list."""
+class _RefusedTypeError(Exception):
+    """A pickle named a type outside the allow-list (not an UnpicklingError: nothing that
+    turns those into "corrupt" may hide it)."""
 
     def __init__(self, module: str, name: str) -> None:
         super().__init__(f"{module}.{name}")
@@ -247,14 +247,10 @@ def decode_results(
 
 
 def _items(kind: str, name: str, payload: bytes, plain_data_only: bool) -> list[Any]:
-    if payload[:1] != _PICKLED_BATCH:
-        raise RefusedMessageError(f"the writes to {kind} {name!r} are not a batch of items")
-    body = memoryview(payload)[1:]
+    """The items of one batch of sink writes (serialization.decode_batch)."""
+    loads = _allow_list_loads(ITEM_TYPES) if plain_data_only else pickle.loads
     try:
-        if plain_data_only:
-            items = _AllowListUnpickler(body, ITEM_TYPES).load()
-        else:
-            items = pickle.loads(body)
+        return decode_batch(payload, loads)
     except _RefusedTypeError as refused:
         raise JobFailedError(
             f"a sink wrote to {kind} '{name}' an item of type {refused.type_name}, which the "
@@ -266,13 +262,15 @@ def _items(kind: str, name: str, payload: bytes, plain_data_only: bool) -> list[
             "(a tuple or dict of the item's fields, e.g. dataclasses.astuple(item)), or write "
             "such items through a file or Kafka sink"
         ) from None
-    except Exception as error:
+    except Exception as error:  # not a batch, or a value its type refused
         raise RefusedMessageError(
-            f"the writes to {kind} {name!r} are corrupt ({type(error).__name__}: {error})"
+            f"the writes to {kind} {name!r} are no batch of items ({type(error).__name__}: {error})"
         ) from None
-    if type(items) is not list:
-        raise RefusedMessageError(f"the writes to {kind} {name!r} are not a batch of items")
-    return items
+
+
+def _allow_list_loads(allowed: frozenset[tuple[str, str]]) -> Callable[[memoryview], Any]:
+    """`pickle.loads` finding only the types of `allowed`."""
+    return lambda data: _AllowListUnpickler(data, allowed).load()
 
 
 class ControlConnection:
