@@ -64,6 +64,13 @@ class EventTimePolicy:
             )
 
 
+def check_policy(policy: EventTimePolicy | None, what: str) -> None:
+    """TypeError naming `what` unless `policy` is None or an EventTimePolicy."""
+    if policy is not None and not isinstance(policy, EventTimePolicy):
+        kind = type(policy).__name__
+        raise TypeError(f"{what}: event_time_policy must be an EventTimePolicy, got {kind}")
+
+
 class _Partition:
     __slots__ = ("idle", "idle_at", "policy", "restored", "watermark")
 

@@ -40,7 +40,7 @@ from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
 from jetspark.core.suppliers import ProcessorFn, unbounded
 from jetspark.core.watermark import Watermark
 from jetspark.processors.emission import ResumableEmission
-from jetspark.processors.event_time import EventTimeMapper, EventTimePolicy
+from jetspark.processors.event_time import EventTimeMapper, EventTimePolicy, check_policy
 from jetspark.processors.functions import engine_stores
 
 DEFAULT_JOURNAL_PARTITIONS = 16
@@ -244,15 +244,12 @@ def _check_partitions(partition_count: int) -> None:
         raise ValueError(f"partition_count must be an int >= 1, got {partition_count!r}")
 
 
-def _check_event_time(policy: EventTimePolicy | None) -> None:
-    if policy is None:
-        return
-    if not isinstance(policy, EventTimePolicy):
-        raise TypeError(
-            f"event_time_policy must be an EventTimePolicy, got {type(policy).__name__}"
+def _check_event_time(policy: EventTimePolicy | None, what: str) -> None:
+    check_policy(policy, what)
+    if policy is not None and policy.timestamp_fn is None:
+        raise ValueError(
+            f"{what}: a journal's items carry no timestamp: the policy needs a timestamp_fn"
         )
-    if policy.timestamp_fn is None:
-        raise ValueError("a journal's items carry no timestamp: the policy needs a timestamp_fn")
 
 
 def read_journal_p(
@@ -270,7 +267,7 @@ def read_journal_p(
     if not isinstance(journal, str) and (count is None or count < 0):
         raise ValueError(f"a bounded journal of an item function needs a count >= 0, got {count}")
     source = _journal_of(journal, count)
-    _check_event_time(event_time_policy)
+    _check_event_time(event_time_policy, "read_journal_p")
     return lambda: JournalSourceP(source, partition_count, True, event_time_policy)
 
 
@@ -286,6 +283,6 @@ def stream_journal_p(
     journal partition, quiet ones marked idle (module docstring).
     """
     _check_partitions(partition_count)
-    _check_event_time(event_time_policy)
+    _check_event_time(event_time_policy, "stream_journal_p")
     source = _journal_of(journal, None)
     return unbounded(lambda: JournalSourceP(source, partition_count, False, event_time_policy))

@@ -55,7 +55,7 @@ from jetspark.core.suppliers import (
     reads_fixed_ranges,
     unbounded,
 )
-from jetspark.processors.event_time import EventTimePolicy
+from jetspark.processors.event_time import EventTimePolicy, check_policy
 from jetspark.processors.kafka_client import (
     KafkaSettingError,
     Properties,
@@ -140,8 +140,7 @@ def stream_kafka_p(
         raise ValueError(f"{what}: give at least one topic name, got {topics!r}")
     if on_error not in ("fail", "skip"):
         raise ValueError(f"{what}: on_error must be 'fail' or 'skip', got {on_error!r}")
-    if event_time_policy is not None and not isinstance(event_time_policy, EventTimePolicy):
-        raise TypeError(f"{what}: event_time_policy must be an EventTimePolicy")
+    check_policy(event_time_policy, what)
     if partition_check_interval_ms < 0:
         raise ValueError(f"{what}: partition_check_interval_ms must be >= 0")
     settings = SourceSettings(
