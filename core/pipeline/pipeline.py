@@ -19,8 +19,9 @@ class Pipeline:
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name
-        self._transforms: list[Transform] = []
-        self._members: set[Transform] = set()
+        self._transforms: dict[Transform, None] = {}
+        """The pipeline's transforms, in the order the stages made them (a dict: membership
+        is asked of it for every new stage's inputs)."""
         self._sinks: dict[int, str] = {}
 
     @staticmethod
@@ -68,16 +69,15 @@ class Pipeline:
         """Adds a transform a stage created (stages call it); DagValidationError if one of its
         inputs is a stage of another pipeline."""
         self._refuse_foreign(transform.upstream, f"stage '{transform.name}'")
-        self._transforms.append(transform)
-        self._members.add(transform)
+        self._transforms[transform] = None
 
     def _refuse_foreign(self, inputs: list[Transform], taker: str) -> None:
         """DagValidationError naming the first of `inputs` that is not of this pipeline and the
         stage it was given to (the first input of this pipeline, else `taker`)."""
-        foreign = next((t for t in inputs if t not in self._members), None)
+        foreign = next((t for t in inputs if t not in self._transforms), None)
         if foreign is None:
             return
-        own = next((f"stage '{t.name}'" for t in inputs if t in self._members), taker)
+        own = next((f"stage '{t.name}'" for t in inputs if t in self._transforms), taker)
         raise DagValidationError(
             f"{own} and stage '{foreign.name}' belong to different pipelines: an operation "
             "takes stages of one pipeline only (draw every source of the job from the same "
@@ -131,7 +131,7 @@ class Pipeline:
         stage, named after it; chains of map/filter/flat_map fused into one vertex."""
         if not self._transforms:
             raise DagValidationError("the pipeline is empty: draw_from(source) to start it")
-        dag = Planner(self._transforms, self.name).plan()
+        dag = Planner(list(self._transforms), self.name).plan()
         dag.validate()
         return dag
 
