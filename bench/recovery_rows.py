@@ -18,12 +18,9 @@ namespaces); without it the rows are left out, with the reason logged.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,19 +65,7 @@ def _vanished(cluster: netns_cluster.NamespaceCluster, number: int) -> dict[str,
     work = cluster.shared / f"vanished-{number}"
     work.mkdir()
     argv = [str(_TESTS / "netns_child.py"), netns_cluster.MASTER_URL, str(work), "host-vanished"]
-    driver = cluster.spawn("driver", [sys.executable, *argv])
-    try:
-        while not list((work / "snapshots").glob("snapshot-*/MANIFEST")):
-            if driver.poll() is not None:
-                raise AssertionError(driver.communicate()[1][-4000:])
-            time.sleep(0.05)
-        cluster.vanish("worker-1")
-        (work / "vanished").write_text(repr(time.monotonic()))
-        output = cluster.driver_output(cluster.finish(driver, timeout=600), argv)
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-        cluster.bring_back("worker-1")
+    output = cluster.run_driver_losing(argv, work, "worker-1", vanish=True)
     exact = output["published"] == list(range(spark_cluster_child.NUMBERS))
     if not exact or output["restarts"] < 1 or output["recovery"] is None:
         raise AssertionError(f"the host-vanished run was not exact: {output}")

@@ -199,6 +199,29 @@ class NamespaceCluster:
         self.start_daemon(worker)
         self.wait_for_workers(len(WORKERS))
 
+    def run_driver_losing(self, argv: Sequence[str], work: Path, worker: str, vanish: bool) -> dict:
+        """Runs a driver script (`python argv...`) on the driver host and, once it committed
+        a snapshot in WORK/snapshots, loses `worker`: its host vanishes (`vanish`: WORK/vanished
+        then holds CLOCK_MONOTONIC's time of it) or its worker is stopped (WORK/gate then
+        created); the worker is back afterwards. The JSON of the script's last line."""
+        driver = self.spawn("driver", [sys.executable, *argv])
+        try:
+            while not list((work / "snapshots").glob("snapshot-*/MANIFEST")):
+                if driver.poll() is not None:
+                    raise AssertionError(driver.communicate()[1][-4000:])
+                time.sleep(0.05)
+            if vanish:
+                self.vanish(worker)
+                (work / "vanished").write_text(repr(time.monotonic()))
+            else:
+                self.stop_daemon(worker)
+                (work / "gate").touch()
+            return self.driver_output(self.finish(driver, timeout=600), argv)
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+            self.bring_back(worker)
+
     # --- processes ------------------------------------------------------------------------
 
     def env(self, host: str, **extra: str) -> dict[str, str]:

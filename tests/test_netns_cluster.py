@@ -9,12 +9,8 @@ Needs root (CI runs as root), `ip`, `unshare` and iptables; skipped with the rea
 
 from __future__ import annotations
 
-import glob
 import math
-import os
-import signal
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,21 +197,8 @@ def test_a_worker_stopped_for_good_leaves_the_continuous_job_one_member_exact(
     not started again: the restart finds one slot, rescales the snapshot to one member and
     publishes every number once. The worker comes back for the other tests."""
     directory = work(cluster, "worker-lost")
-    script = str(TESTS / "netns_child.py")
-    argv = [script, netns_cluster.MASTER_URL, str(directory), "worker-lost"]
-    driver = cluster.spawn("driver", [sys.executable, *argv])
-    try:
-        while not glob.glob(str(directory / "snapshots" / "snapshot-*" / "MANIFEST")):
-            assert driver.poll() is None, driver.communicate()[1][-4000:]
-            time.sleep(0.1)
-        cluster.stop_daemon("worker-1")
-        (directory / "gate").touch()
-        output = cluster.driver_output(cluster.finish(driver, timeout=600), argv)
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-        cluster.start_daemon("worker-1")
-        cluster.wait_for_workers(len(netns_cluster.WORKERS))
+    argv = [str(TESTS / "netns_child.py"), netns_cluster.MASTER_URL, str(directory), "worker-lost"]
+    output = cluster.run_driver_losing(argv, directory, "worker-1", vanish=False)
     assert output["mode"] == "continuous"
     assert output["published"] == numbers_published(output)
     assert output["restarts"] >= 1 and output["rescales"] >= 1
@@ -231,20 +214,13 @@ def test_a_vanished_host_is_replaced_before_spark_notices_it(
     and every number is published once (the source's second half held until a snapshot
     committed after the restart)."""
     directory = work(cluster, "host-vanished")
-    script = str(TESTS / "netns_child.py")
-    argv = [script, netns_cluster.MASTER_URL, str(directory), "host-vanished"]
-    driver = cluster.spawn("driver", [sys.executable, *argv])
-    try:
-        while not glob.glob(str(directory / "snapshots" / "snapshot-*" / "MANIFEST")):
-            assert driver.poll() is None, driver.communicate()[1][-4000:]
-            time.sleep(0.1)
-        cluster.vanish("worker-1")
-        (directory / "vanished").write_text(repr(time.monotonic()))
-        output = cluster.driver_output(cluster.finish(driver, timeout=600), argv)
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-        cluster.bring_back("worker-1")
+    argv = [
+        str(TESTS / "netns_child.py"),
+        netns_cluster.MASTER_URL,
+        str(directory),
+        "host-vanished",
+    ]
+    output = cluster.run_driver_losing(argv, directory, "worker-1", vanish=True)
     assert output["mode"] == "continuous"
     assert output["published"] == numbers_published(output)
     assert output["restarts"] >= 1 and output["rescales"] >= 1
