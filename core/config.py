@@ -52,6 +52,10 @@ class JobConfig:
     inbound edge routes otherwise than when the snapshot was taken: "rekey" moves each key's
     state to the processor that receives the key now, "drop" restores none of it; without it
     (None) such a snapshot is refused.
+    `state_on_definition_change="drop"` lets `restore_from` restore a snapshot into a DAG that
+    changed the window, aggregate operation, key function or processor class of a vertex with
+    state: that vertex starts empty (its state is not restored); without it (None) such a
+    snapshot is refused, naming the vertex and both definitions.
     `execution_mode` chooses how SparkEngine runs the job; `max_restarts` bounds how often a
     continuous job restarts from its last snapshot by itself after losing a member.
     """
@@ -67,6 +71,7 @@ class JobConfig:
     ignore_state_of_removed_vertices: bool = False
     renamed_vertices: Mapping[str, str] = field(default_factory=dict)
     state_on_routing_change: Literal["rekey", "drop"] | None = None
+    state_on_definition_change: Literal["drop"] | None = None
 
     def __post_init__(self) -> None:
         if self.name is not None and not isinstance(self.name, str):
@@ -93,6 +98,11 @@ class JobConfig:
             raise ValueError(
                 'state_on_routing_change must be "rekey", "drop" or None, '
                 f"got {self.state_on_routing_change!r}"
+            )
+        if self.state_on_definition_change not in (None, "drop"):
+            raise ValueError(
+                'state_on_definition_change must be "drop" or None, '
+                f"got {self.state_on_definition_change!r}"
             )
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError(

@@ -17,7 +17,7 @@ from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.member import MemberRuntime
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
-from jetspark.core.runtime.restore import check_restorable, with_renames
+from jetspark.core.runtime.restore import restorable
 from jetspark.core.runtime.snapshot import Clock, SnapshotCoordinator
 from jetspark.core.snapshot_store import InMemorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.store_lease import StoreLease, acquire_store
@@ -122,8 +122,7 @@ class LocalEngine:
         elif snapshot_store is None:
             snapshot_store = InMemorySnapshotStore()
         if restore_from is not None:
-            restore_from = with_renames(restore_from, dag, config)
-            check_restorable(restore_from, dag, config)
+            restore_from = restorable(restore_from, dag, config)
         store = snapshot_store
 
         def restart() -> Job:

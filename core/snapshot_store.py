@@ -30,7 +30,8 @@ import msgpack
 from jetspark.core.edge_routing import Routings, routings_of
 from jetspark.core.errors import SnapshotError
 from jetspark.core.files import create_exclusive, fsync_directory, write_atomically
-from jetspark.core.serialization import decode_batch
+from jetspark.core.serialization import decode_batch, encode_batch
+from jetspark.core.state_definition import StateDefinition, definitions_from_record
 from jetspark.core.store_lease import (
     StoreHolder,
     StoreLease,
@@ -39,6 +40,8 @@ from jetspark.core.store_lease import (
 )
 
 _log = logging.getLogger("jetspark.snapshots")
+_NO_ENTRIES = encode_batch([])
+"""What a processor that saved nothing stored."""
 
 ProcessorKey = tuple[str, int]
 """(vertex name, global processor index)."""
@@ -77,6 +80,9 @@ class Snapshot:
     routing: Routings | None = field(default=None, compare=False)
     """How the job's edges routed into each vertex (edge_routing.py); None when not recorded
     (a manifest of a version before 3, or a snapshot made by hand)."""
+    definitions: Mapping[str, StateDefinition] | None = field(default=None, compare=False)
+    """What gave each vertex's state its meaning (state_definition.py), for the vertices whose
+    definition was known; None when not recorded (a manifest before version 4, or by hand)."""
 
     def completed_flags(self) -> dict[ProcessorKey, bool]:
         """(vertex, global index) -> whether that processor had completed; read from the
@@ -122,13 +128,37 @@ class Snapshot:
         def name(vertex: str) -> str:
             return new_names.get(vertex, vertex)
 
-        routing = self.routing
+        routing, definitions = self.routing, self.definitions
         return Snapshot(
             self.snapshot_id,
             self.member_count,
             {name(vertex): lp for vertex, lp in self.local_parallelism.items()},
             _ProcessorsOnDisk(lambda: {(name(v), i): s for (v, i), s in processors.items()}),
             routing=None if routing is None else {name(v): r for v, r in routing.items()},
+            definitions=(
+                None if definitions is None else {name(v): d for v, d in definitions.items()}
+            ),
+        )
+
+    def vertices_with_entries(self, vertices: Iterable[str]) -> list[str]:
+        """Those of `vertices` some processor of which saved at least one entry (read from
+        the parts holding them, never decoded)."""
+        return sorted(
+            {vertex for (vertex, _), saved in self.states_of(vertices) if saved.data != _NO_ENTRIES}
+        )
+
+    def without(self, vertices: Iterable[str]) -> Snapshot:
+        """This snapshot as if it knew nothing of `vertices`: their processors start empty and
+        run. Its state is read through the processors, on first use."""
+        gone = set(vertices)
+        processors = self.processors
+        return Snapshot(
+            self.snapshot_id,
+            self.member_count,
+            {vertex: lp for vertex, lp in self.local_parallelism.items() if vertex not in gone},
+            _ProcessorsOnDisk(lambda: {k: s for k, s in processors.items() if k[0] not in gone}),
+            routing=self.routing,
+            definitions=self.definitions,
         )
 
     def size(self) -> int:
@@ -214,9 +244,11 @@ class InMemorySnapshotStore:
         return f"InMemorySnapshotStore(latest={self._latest!r})"
 
 
-_FORMAT = "jetspark-snapshot-3"
+_FORMAT = "jetspark-snapshot-4"
+_FORMAT_WITHOUT_DEFINITIONS = "jetspark-snapshot-3"
+"""Manifests before state definitions were recorded: still read, their `definitions` None."""
 _FORMAT_WITHOUT_ROUTING = "jetspark-snapshot-2"
-"""Manifests before edge routing was recorded: still read, their `routing` None."""
+"""Manifests before edge routing was recorded: still read, their `routing` None too."""
 _PART_FORMAT = "jetspark-snapshot-part-2"
 _INPUT_FORMAT = "jetspark-batch-input-1"
 _PUBLICATIONS_FORMAT = "jetspark-publications-1"
@@ -477,6 +509,7 @@ class DirectorySnapshotStore:
             snapshot.local_parallelism,
             parts,
             snapshot.routing,
+            snapshot.definitions,
         )
 
     def write_part(
@@ -595,10 +628,12 @@ class DirectorySnapshotStore:
         local_parallelism: Mapping[str, int],
         parts: Mapping[str, tuple[bytes, Held]],
         routing: Routings | None = None,
+        definitions: Mapping[str, StateDefinition] | None = None,
     ) -> None:
         """Makes snapshot `snapshot_id` complete: writes its manifest, naming every part (name
-        -> the tag `write_part` returned and `held_by` its processors) and the routing of the
-        edges into each vertex (None: unknown), then removes the older snapshots."""
+        -> the tag `write_part` returned and `held_by` its processors), the routing of the
+        edges into each vertex and the vertices' state definitions (None: unknown), then
+        removes the older snapshots."""
         target = self._path(snapshot_id)
         os.makedirs(target, mode=_PRIVATE_DIRECTORY, exist_ok=True)
         fsync_directory(target)
@@ -610,6 +645,7 @@ class DirectorySnapshotStore:
                 sorted(local_parallelism.items()),
                 sorted((name, tag, tuple(held)) for name, (tag, held) in parts.items()),
                 None if routing is None else sorted(routing.items()),
+                None if definitions is None else sorted(definitions.items()),
             ]
         )
         write_atomically(os.path.join(target, _MANIFEST), self._tag(body) + body, _PRIVATE_FILE)
@@ -676,12 +712,14 @@ class DirectorySnapshotStore:
         path = os.path.join(self._path(snapshot_id), _MANIFEST)
         manifest = _unpack(self._authentic(path))
         if isinstance(manifest, tuple) and manifest[:1] == (_FORMAT_WITHOUT_ROUTING,):
+            manifest = (*manifest, None, None)
+        elif isinstance(manifest, tuple) and manifest[:1] == (_FORMAT_WITHOUT_DEFINITIONS,):
             manifest = (*manifest, None)
         else:
             _check_format(manifest, _FORMAT, path)
-        if len(manifest) != 6 or manifest[1] != snapshot_id:
+        if len(manifest) != 7 or manifest[1] != snapshot_id:
             raise SnapshotError(f"not a manifest of snapshot {snapshot_id} ({_FORMAT})")
-        _, _, member_count, parallelism, listed, routing = manifest
+        _, _, member_count, parallelism, listed, routing, definitions = manifest
         parts = {name: (tag, tuple(map(tuple, held))) for name, tag, held in listed}
         for name, (tag, _) in parts.items():
             path = os.path.join(self._path(snapshot_id), f"part-{name}.bin")
@@ -704,6 +742,7 @@ class DirectorySnapshotStore:
             parts=parts,
             store=self,
             routing=None if routing is None else routings_of(routing),
+            definitions=None if definitions is None else definitions_from_record(definitions),
         )
 
     def __repr__(self) -> str:

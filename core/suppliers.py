@@ -164,6 +164,26 @@ def _describe(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
+def supplier_holders(supplier: Any) -> list[Any]:
+    """A vertex's supplier in any form, then the supplier a meta-supplier of `of` wraps, then
+    the processor function a supplier of `of` calls: where markers such as `unbounded` sit."""
+    holders = [supplier]
+    if isinstance(supplier, _SameOnEveryMember):
+        holders.append(supplier.supplier)
+    if isinstance(holders[-1], _ProcessorFnSupplier):
+        holders.append(holders[-1].processor_fn)
+    return holders
+
+
+def processor_fn_of(supplier: Any) -> Any:
+    """The processor function (or Processor class) behind a vertex's supplier, None when the
+    supplier is a ProcessorSupplier or ProcessorMetaSupplier of the user's own."""
+    innermost = supplier_holders(supplier)[-1]
+    if isinstance(innermost, (ProcessorSupplier, ProcessorMetaSupplier)):
+        return None
+    return innermost
+
+
 def unbounded(supplier: Any) -> Any:
     """Marks a source's supplier (a processor function, a supplier or a meta-supplier) as
     unbounded: it never completes by itself. SparkEngine's AUTO execution mode runs a DAG with
@@ -175,9 +195,9 @@ def unbounded(supplier: Any) -> Any:
 def declares_unbounded(meta_supplier: Any) -> bool:
     """True when a vertex's meta-supplier, its supplier or its processor function was marked
     with `unbounded`."""
-    supplier = getattr(meta_supplier, "supplier", None)
-    holders = (meta_supplier, supplier, getattr(supplier, "processor_fn", None))
-    return any(getattr(holder, "unbounded", False) is True for holder in holders)
+    return any(
+        getattr(holder, "unbounded", False) is True for holder in supplier_holders(meta_supplier)
+    )
 
 
 def writes_directory(supplier: Any, directory: str) -> Any:
@@ -191,9 +211,7 @@ def writes_directory(supplier: Any, directory: str) -> Any:
 def declared_directory(meta_supplier: Any) -> str | None:
     """The directory a vertex's meta-supplier, its supplier or its processor function was
     marked with by `writes_directory`, or None."""
-    supplier = getattr(meta_supplier, "supplier", None)
-    holders = (meta_supplier, supplier, getattr(supplier, "processor_fn", None))
-    for holder in holders:
+    for holder in supplier_holders(meta_supplier):
         directory = getattr(holder, "writes_directory", None)
         if isinstance(directory, str):
             return directory

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jetspark.core.state_definition import describe
 from jetspark.processors.functions import PerOrdinal, whole_item
 
 CreateFn = Callable[[], Any]
@@ -52,6 +53,17 @@ class AggregateOperation:
     def with_create(create_fn: CreateFn) -> AggregateOperationBuilder:
         """Starts building an operation whose accumulators `create_fn()` makes."""
         return AggregateOperationBuilder(create_fn)
+
+    def state_description(self) -> str:
+        """The functions that make and change its accumulators (not export and finish, which
+        only read them), as a snapshot records them (state_definition.py)."""
+        parts = [f"create={describe(self.create_fn)}"]
+        parts.append(f"accumulate={describe(self.accumulate_fns)}")
+        for name in ("combine", "deduct"):
+            fn = getattr(self, f"{name}_fn")
+            if fn is not None:
+                parts.append(f"{name}={describe(fn)}")
+        return f"AggregateOperation({', '.join(parts)})"
 
     @property
     def arity(self) -> int:

@@ -14,6 +14,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox, is_plain_batch, offer_items_of
+from jetspark.core.state_definition import defines_state
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.processors.aggregate import AggregateOperation, counting
 from jetspark.processors.emission import ResumableEmission, offer_batch
@@ -208,19 +209,19 @@ class GroupByKeyP(AbstractProcessor):
 
 def aggregate_p(aggr_op: AggregateOperation) -> ProcessorFn:
     """Aggregates all items into one result, emitted on completion (Jet's aggregateP)."""
-    return lambda: AggregateP(aggr_op)
+    return defines_state(lambda: AggregateP(aggr_op), AggregateP, aggregate=aggr_op)
 
 
 def accumulate_p(aggr_op: AggregateOperation) -> ProcessorFn:
     """First stage of a two-stage aggregation: emits its accumulator on completion."""
     first_stage = aggr_op.with_identity_finish()
-    return lambda: AggregateP(first_stage)
+    return defines_state(lambda: AggregateP(first_stage), AggregateP, aggregate=first_stage)
 
 
 def combine_p(aggr_op: AggregateOperation) -> ProcessorFn:
     """Second stage: combines the accumulators `accumulate_p` emitted, emits the finished result."""
     second_stage = aggr_op.with_combining_accumulate_fn(whole_item)
-    return lambda: AggregateP(second_stage)
+    return defines_state(lambda: AggregateP(second_stage), AggregateP, aggregate=second_stage)
 
 
 def aggregate_by_key_p(
@@ -253,4 +254,9 @@ def _group_by_key(
 ) -> ProcessorFn:
     per_ordinal = PerOrdinal(key_fns, "key fn")
     per_ordinal.check_matches(aggr_op.accumulate_fns)
-    return lambda: GroupByKeyP(per_ordinal, aggr_op, map_to_output_fn)
+    return defines_state(
+        lambda: GroupByKeyP(per_ordinal, aggr_op, map_to_output_fn),
+        GroupByKeyP,
+        aggregate=aggr_op,
+        key=per_ordinal,
+    )

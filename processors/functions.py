@@ -7,6 +7,7 @@ from typing import Any
 
 from jetspark.core.context import Context
 from jetspark.core.inbox import Inbox
+from jetspark.core.state_definition import describe
 
 
 def whole_item(item: Any) -> Any:
@@ -131,6 +132,10 @@ class PerOrdinal:
 
     def __len__(self) -> int:
         return len(self._fns)
+
+    def state_description(self) -> str:
+        """Its functions by qualified name, as a snapshot records them (state_definition.py)."""
+        return describe(self._fns[0] if len(self._fns) == 1 else self._fns)
 
     def map(self, transform: Callable[[Callable[..., Any]], Callable[..., Any]]) -> PerOrdinal:
         """The same shape with every function replaced by `transform(fn)`."""

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.state_definition import defines_state
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.processors.aggregate import AggregateOperation
 from jetspark.processors.aggregation import merge_restored
@@ -91,9 +92,14 @@ def rolling_aggregate_p(
     """Emits, per item, `map_to_output_fn(item, key, result so far for its key)`."""
     if aggr_op.arity > 1:
         raise ValueError("a rolling aggregation takes an AggregateOperation of one input")
-    return lambda: RollingAggregateP(key_fn, aggr_op, map_to_output_fn)
+    return defines_state(
+        lambda: RollingAggregateP(key_fn, aggr_op, map_to_output_fn),
+        RollingAggregateP,
+        aggregate=aggr_op,
+        key=key_fn,
+    )
 
 
 def distinct_p(key_fn: Callable[[Any], Any]) -> ProcessorFn:
     """Emits the first item of every distinct `key_fn(item)`, drops the later ones."""
-    return lambda: DistinctP(key_fn)
+    return defines_state(lambda: DistinctP(key_fn), DistinctP, key=key_fn)

@@ -16,6 +16,7 @@ from typing import Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.inbox import Inbox
 from jetspark.core.snapshot_keys import BroadcastKey
+from jetspark.core.state_definition import defines_state
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.core.watermark import Watermark
 from jetspark.processors.aggregate import AggregateOperation
@@ -208,6 +209,12 @@ def aggregate_to_session_window_p(
     keys.check_matches(aggr_op.accumulate_fns)
     aggr_op.require_combine("a session window")
     early = EarlyResults.timer(early_results_period, clock)
-    return lambda: SessionWindowP(
-        session_timeout, timestamps, keys, aggr_op, map_to_output_fn, early()
+    return defines_state(
+        lambda: SessionWindowP(
+            session_timeout, timestamps, keys, aggr_op, map_to_output_fn, early()
+        ),
+        SessionWindowP,
+        window=f"session(timeout={session_timeout})",
+        aggregate=aggr_op,
+        key=keys,
     )

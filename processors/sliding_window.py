@@ -15,6 +15,7 @@ from typing import Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.inbox import Inbox
 from jetspark.core.snapshot_keys import BroadcastKey
+from jetspark.core.state_definition import defines_state
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.core.watermark import Watermark
 from jetspark.processors.aggregate import AggregateOperation
@@ -237,11 +238,27 @@ class SlidingWindowP(AbstractProcessor):
             self._restored_next_window.restore(key, value)
             return
         for frame, acc in value.items():
+            self._check_on_grid(frame, f"the saved frame {frame} of key {key!r}")
             merge_restored(self._frames.setdefault(frame, {}), key, acc, self._op)
 
     def finish_snapshot_restore(self) -> bool:
         self._next_window = self._restored_next_window.result(self._next_window)
+        if self._next_window is not None:
+            self._check_on_grid(self._next_window, f"the saved next window {self._next_window}")
         return True
+
+    def _check_on_grid(self, frame: int, what: str) -> None:
+        """Raises ValueError unless `frame` is a frame end of this processor's windows (or a
+        label clamped to the timestamp range): a frame between them would never be emitted,
+        and its items would be lost."""
+        policy = self._policy
+        clamped = frame in (MIN_TIMESTAMP, MAX_TIMESTAMP)
+        if (frame - policy.frame_offset) % policy.frame_size and not clamped:
+            raise ValueError(
+                f"{what} is no frame end of {policy.state_description()} windows: the snapshot "
+                "was taken with another window definition, and restored here its items would "
+                "never be emitted"
+            )
 
 
 @dataclass(frozen=True)
@@ -290,7 +307,13 @@ def _sliding_window_p(
     if not policy.is_tumbling:
         aggr_op.require_combine("a sliding (not tumbling) window")
     early = EarlyResults.timer(early_results_period, clock)
-    return lambda: SlidingWindowP(keys, frame_fns, policy, aggr_op, map_to_output_fn, early())
+    return defines_state(
+        lambda: SlidingWindowP(keys, frame_fns, policy, aggr_op, map_to_output_fn, early()),
+        SlidingWindowP,
+        window=policy,
+        aggregate=aggr_op,
+        key=keys,
+    )
 
 
 def aggregate_to_sliding_window_p(

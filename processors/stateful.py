@@ -25,6 +25,7 @@ from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.snapshot_keys import BroadcastKey
+from jetspark.core.state_definition import defines_state
 from jetspark.core.suppliers import ProcessorFn
 from jetspark.core.traverser import Traverser
 from jetspark.core.watermark import Watermark
@@ -245,7 +246,11 @@ def _stateful_p(
         )
     flat_map_fn = as_results(fn if key_fn is not None else _Ungrouped(fn))
     on_evict = None if on_evict_fn is None else as_results(on_evict_fn)
-    return lambda: TransformStatefulP(create_fn, flat_map_fn, key_fn, ttl, timestamp_fn, on_evict)
+    return defines_state(
+        lambda: TransformStatefulP(create_fn, flat_map_fn, key_fn, ttl, timestamp_fn, on_evict),
+        TransformStatefulP,
+        key=key_fn,
+    )
 
 
 def _unchanged(fn: Callable[[Any, Any, Any], Any]) -> StatefulFn:

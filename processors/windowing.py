@@ -102,6 +102,13 @@ class SlidingWindowPolicy:
         later = timestamp + self.frame_size
         return clamped_timestamp(later - (later - self.frame_offset) % self.frame_size)
 
+    def state_description(self) -> str:
+        """`tumbling(size=100)` or `sliding(size=1000, slide=100)`, with any frame offset."""
+        offset = f", offset={self.frame_offset}" if self.frame_offset else ""
+        if self.is_tumbling:
+            return f"tumbling(size={self.window_size}{offset})"
+        return f"sliding(size={self.window_size}, slide={self.frame_size}{offset})"
+
     def with_offset(self, offset: int) -> SlidingWindowPolicy:
         """The same windows with frame boundaries shifted to `offset` (mod the frame size)."""
         return replace(self, frame_offset=offset % self.frame_size)

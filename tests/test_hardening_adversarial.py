@@ -159,15 +159,15 @@ def test_a_manifest_of_a_newer_format_is_not_called_damaged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _written_store("local", None, None, tmp_path / "store")
-    _rewrite_manifest(path, lambda fields: ["jetspark-snapshot-4", *fields[1:], "more"])
+    _rewrite_manifest(path, lambda fields: ["jetspark-snapshot-5", *fields[1:], "more"])
     for skip_damaged in (False, True):
         with pytest.raises(
-            SnapshotError, match="jetspark-snapshot-4, written by a newer"
+            SnapshotError, match="jetspark-snapshot-5, written by a newer"
         ) as raised:
             DirectorySnapshotStore(path).latest(skip_damaged=skip_damaged)
         assert "damaged (" not in str(raised.value)
     assert main(["snapshots", str(path)]) == 0
-    assert "jetspark-snapshot-4, written by a newer version" in capsys.readouterr().out
+    assert "jetspark-snapshot-5, written by a newer version" in capsys.readouterr().out
 
 
 def _truncate_a_part(path: Path) -> None:

@@ -233,8 +233,9 @@ class StrictCount(AbstractProcessor):
 def test_state_the_new_code_cannot_restore_fails_naming_the_vertex_and_the_key() -> None:
     engine = jobs.engine(2)
     before = first_version(engine, "count")
+    # a processor function: its class is unknown before it runs, so the restore is tried
     job = engine.new_job(
-        upgraded_dag("count", counter=StrictCount), guaranteed(), restore_from=before
+        upgraded_dag("count", counter=lambda: StrictCount()), guaranteed(), restore_from=before
     )
     with pytest.raises(JobFailedError) as failure:
         job.join(30)
@@ -259,7 +260,7 @@ def test_the_failing_key_is_named_whichever_way_the_processor_takes_its_entries(
     engine = jobs.engine(1)
     before = first_version(engine, "count")
     job = engine.new_job(
-        upgraded_dag("count", counter=DrainingCount), guaranteed(), restore_from=before
+        upgraded_dag("count", counter=lambda: DrainingCount()), guaranteed(), restore_from=before
     )
     with pytest.raises(JobFailedError, match="restoring the entry of key 'w5': KeyError"):
         job.join(30)

@@ -82,11 +82,14 @@ def test_a_hash_join_pipeline_joins_every_order_once(engine: Any, tmp_path: Any)
 NUMBERS = 1500
 
 
-def counter_source(gate: str) -> Any:
-    """A batch source of 0..NUMBERS-1 that snapshots its offset; it stops at half its numbers
-    until a file matches the pattern `gate`, so a first run can always be stopped mid-way."""
+def counter_source(gate: str, stop: int = NUMBERS // 2, paused: str | None = None) -> Any:
+    """A batch source of 0..NUMBERS-1 that snapshots its offset; it stops after `stop` numbers
+    (touching the file `paused`, if given, each time it finds nothing to add) until a file
+    matches the pattern `gate`, so a first run can always be stopped there."""
     return (
-        SourceBuilder.batch("numbers", lambda context: {"next": 0, "gate": gate})
+        SourceBuilder.batch(
+            "numbers", lambda context: {"next": 0, "gate": gate, "stop": stop, "paused": paused}
+        )
         .fill_buffer_fn(_fill)
         .create_snapshot_fn(lambda state: state["next"])
         .restore_snapshot_fn(_restore)
@@ -97,9 +100,12 @@ def counter_source(gate: str) -> Any:
 def _fill(state: dict[str, Any], buffer: Any) -> None:
     start = state["next"]
     open_gate = bool(glob.glob(state["gate"]))
-    if start == NUMBERS // 2 and not open_gate:
+    limit = NUMBERS if open_gate else state["stop"]
+    if start == limit and not open_gate:
+        if state["paused"] is not None:
+            open(state["paused"], "a").close()
         return
-    end = min(start + 100, NUMBERS if open_gate else NUMBERS // 2)
+    end = min(start + 100, limit)
     for n in range(start, end):
         buffer.add(n)
     state["next"] = end

@@ -10,7 +10,7 @@ import pytest
 from jetspark.core import DAG, JobConfig, ProcessorSnapshot, Snapshot, SnapshotError
 from jetspark.core.runtime import plan_job, route_snapshot
 from jetspark.core.runtime.plan import JobPlan
-from jetspark.core.runtime.restore import check_restorable
+from jetspark.core.runtime.restore import restorable
 from jetspark.core.serialization import encode_batch
 from jetspark.core.snapshot_keys import broadcast_key
 from jetspark.edges import between
@@ -120,8 +120,8 @@ def test_a_snapshot_of_another_dag_or_with_unreadable_state_is_refused():
     other = snapshot_of(1, {"other": 1}, {("other", 0): saved([("k", 1)])})
     dag = plan_dag()
     with pytest.raises(SnapshotError, match="state of vertex 'other', which the DAG"):
-        check_restorable(other, dag, JobConfig())
-    check_restorable(other, dag, JobConfig(ignore_state_of_removed_vertices=True))
+        restorable(other, dag, JobConfig())
+    restorable(other, dag, JobConfig(ignore_state_of_removed_vertices=True))
     restored = route_snapshot(other, plan(1, 1, 1))
     assert not any(r.entries or r.completed for r in restored.values()), "all start empty"
     broken = snapshot_of(1, {"source": 1, "count": 1, "sink": 1}, {})

@@ -20,6 +20,7 @@ from jetspark.core.dag import DAG, Vertex
 from jetspark.core.edge_routing import EdgeRouting, routing_into
 from jetspark.core.errors import DagValidationError, JobFailedError
 from jetspark.core.runtime.closing import CloseStep, close_all
+from jetspark.core.state_definition import StateDefinition, state_definition_of
 from jetspark.edges.edge import Edge
 from jetspark.edges.policy import RoutingPolicy
 from jetspark.edges.routing import Channel, Router, make_router, partition_table, target_processors
@@ -145,6 +146,15 @@ class JobPlan:
     def routing(self) -> dict[str, tuple[EdgeRouting, ...]]:
         """How the edges route into each vertex, as a snapshot of the job records it."""
         return routing_into(plan.edge for plan in self.edges)
+
+    def state_definitions(self) -> dict[str, StateDefinition]:
+        """The known state definition of each vertex, as a snapshot of the job records it."""
+        definitions = {}
+        for name, vertex in self.vertices.items():
+            definition = state_definition_of(vertex.vertex.supplier)
+            if definition is not None:
+                definitions[name] = definition
+        return definitions
 
     def close(self, error: BaseException | None) -> None:
         """Calls every meta-supplier's `close(error)` once; see `close_all` for failures."""

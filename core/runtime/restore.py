@@ -24,8 +24,10 @@ positions and emit nothing more; see docs/fault_tolerance.md for the built-in pr
 A snapshot may be of an earlier version of the DAG (a job upgrade): a vertex restores the
 state saved under its name (or under its old name, `JobConfig.renamed_vertices`, applied by
 `with_renames`), and a vertex the snapshot does not know starts empty and runs.
-`check_restorable`, which the engines call when a job is submitted, refuses a snapshot holding
-state of a vertex the DAG no longer has, unless the job's config says to drop it.
+`restorable`, which the engines call when a job is submitted, refuses a snapshot holding state
+of a vertex the DAG no longer has, unless the job's config says to drop it, and one whose state
+the DAG would read as something else (definition_change.py) or route to other processors
+(routing_change.py).
 """
 
 from __future__ import annotations
@@ -39,15 +41,13 @@ from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.edge_routing import Routings
 from jetspark.core.errors import SnapshotError
+from jetspark.core.runtime.definition_change import check_definition_changes
 from jetspark.core.runtime.plan import JobPlan, VertexPlan
 from jetspark.core.runtime.routing_change import check_routing_changes, restore_targets
-from jetspark.core.serialization import encode_batch
 from jetspark.core.snapshot_keys import BroadcastKey
 from jetspark.core.snapshot_store import ProcessorKey, ProcessorSnapshot, Snapshot
 
 _log = logging.getLogger("jetspark.snapshots")
-_NO_ENTRIES = encode_batch([])
-"""What a processor that saved nothing stored."""
 
 
 @dataclass
@@ -58,6 +58,19 @@ class RestoredProcessor:
     """The `(key, value)` entries routed to it, in the order the saving processors saved them."""
     completed: bool = False
     """True: restore, then end without `complete()` (see the module docstring)."""
+
+
+def restorable(snapshot: Snapshot, dag: DAG, config: JobConfig) -> Snapshot:
+    """`snapshot` as `dag` restores it, which the engines call when a job is submitted with
+    `restore_from`: its vertices renamed (`with_renames`), checked against removed vertices,
+    changed state definitions (definition_change.py) and changed routing into keyed state
+    (routing_change.py), without the state `config` says to drop. Raises SnapshotError,
+    naming the vertices and edges, for what it refuses."""
+    snapshot = with_renames(snapshot, dag, config)
+    _check_removed_vertices(snapshot, dag, config)
+    snapshot = check_definition_changes(snapshot, dag, config)
+    check_routing_changes(snapshot, dag, config)
+    return snapshot
 
 
 def with_renames(snapshot: Snapshot, dag: DAG, config: JobConfig) -> Snapshot:
@@ -87,21 +100,6 @@ def with_renames(snapshot: Snapshot, dag: DAG, config: JobConfig) -> Snapshot:
     return snapshot.renamed(new_names) if new_names else snapshot
 
 
-def check_restorable(snapshot: Snapshot, dag: DAG, config: JobConfig) -> None:
-    """Raises SnapshotError, naming the vertices, when `snapshot` holds state of vertices `dag`
-    does not have, unless `config.ignore_state_of_removed_vertices`; naming the edges, when
-    `dag` changed the routing of an edge into a vertex with keyed state in `snapshot`, unless
-    `config.state_on_routing_change` (routing_change.py).
-
-    A removed vertex whose processors saved no entries (a stateless one) is no loss. Finding
-    that out reads the parts holding removed vertices, only when there are such vertices and
-    their state is not to be ignored; entries are never decoded (only those of vertices whose
-    inbound routing changed are).
-    """
-    _check_removed_vertices(snapshot, dag, config)
-    check_routing_changes(snapshot, dag, config)
-
-
 def _check_removed_vertices(snapshot: Snapshot, dag: DAG, config: JobConfig) -> None:
     planned = {vertex.name for vertex in dag.vertices()}
     removed = sorted(set(snapshot.local_parallelism) - planned)
@@ -114,7 +112,7 @@ def _check_removed_vertices(snapshot: Snapshot, dag: DAG, config: JobConfig) -> 
             ", ".join(removed),
         )
         return
-    lost = _vertices_with_entries(snapshot, removed)
+    lost = snapshot.vertices_with_entries(removed)
     if lost:
         new = sorted(planned - set(snapshot.local_parallelism))
         raise SnapshotError(
@@ -148,16 +146,9 @@ def _of(dag: DAG) -> str:
     return f" {dag.name!r}" if dag.name else ""
 
 
-def _vertices_with_entries(snapshot: Snapshot, vertices: list[str]) -> list[str]:
-    """Those of `vertices` some processor of which saved at least one entry in `snapshot`."""
-    return sorted(
-        {vertex for (vertex, _), saved in snapshot.states_of(vertices) if saved.data != _NO_ENTRIES}
-    )
-
-
 def route_snapshot(snapshot: Snapshot, plan: JobPlan) -> dict[ProcessorKey, RestoredProcessor]:
     """Deals the entries of `snapshot` to the processors of `plan` (all members, all vertices);
-    state of vertices the plan does not have is left out (see `check_restorable`)."""
+    state of vertices the plan does not have is left out (see `restorable`)."""
     restored: dict[ProcessorKey, RestoredProcessor] = {}
     for vertex in plan.vertices.values():  # topological order: feeders are decided first
         _route_vertex(snapshot, plan, vertex, restored)

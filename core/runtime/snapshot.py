@@ -234,6 +234,7 @@ class SnapshotCoordinator:
             {name: v.local_parallelism for name, v in plan.vertices.items()},
             processors,
             routing=plan.routing(),
+            definitions=plan.state_definitions(),
         )
         try:
             self.store.save(snapshot)

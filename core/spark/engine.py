@@ -14,7 +14,7 @@ from jetspark.core.dag import DAG, PlansADag
 from jetspark.core.errors import JobFailedError
 from jetspark.core.job import Job, checked_submission, end_jobs, warn_at_submission
 from jetspark.core.runtime.plan import plan_job
-from jetspark.core.runtime.restore import with_renames
+from jetspark.core.runtime.restore import restorable
 from jetspark.core.snapshot_store import Snapshot, SnapshotStore
 from jetspark.core.spark.continuous.explain import explain_continuous
 from jetspark.core.spark.continuous.run import run_continuous_job
@@ -163,9 +163,9 @@ class SparkEngine:
                 "the SparkEngine's SparkContext has been stopped: create a new SparkEngine on a "
                 "running context (SparkEngine() starts one)"
             )
-        if isinstance(restore_from, Snapshot):
-            restore_from = with_renames(restore_from, dag, config)
         store = check_streaming_job(self.context, dag, config, snapshot_store, restore_from)
+        if isinstance(restore_from, Snapshot):
+            restore_from = restorable(restore_from, dag, config)
 
         def restart() -> Job:
             kept = store_for_restart(store)

@@ -15,7 +15,6 @@ from pyspark import SparkContext
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError, SnapshotError
-from jetspark.core.runtime.restore import check_restorable
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot, SnapshotStore
 from jetspark.core.spark.session import master_of
 
@@ -92,8 +91,6 @@ def check_streaming_job(
             "different input, so such a job is refused; run it on a context with "
             "spark.speculation=false (Spark's default)"
         )
-    if restore_from is not None:
-        check_restorable(restore_from, dag, config)
     if store is None:
         if not master_of(context).startswith("local"):
             raise ValueError(

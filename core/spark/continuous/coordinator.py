@@ -554,6 +554,7 @@ class ContinuousCoordinator:
                 {name: v.local_parallelism for name, v in plan.vertices.items()},
                 parts,
                 plan.routing(),
+                plan.state_definitions(),
             )
             self.last_committed = self._store.committed(snapshot_id)
         except Exception as error:

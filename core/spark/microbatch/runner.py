@@ -381,7 +381,14 @@ def commit_batch(
     if files:
         store.record_publications(snapshot_id, files)
     layout = {name: v.local_parallelism for name, v in plan.vertices.items()}
-    store.commit(snapshot_id, plan.member_count, layout, facts.parts, plan.routing())
+    store.commit(
+        snapshot_id,
+        plan.member_count,
+        layout,
+        facts.parts,
+        plan.routing(),
+        plan.state_definitions(),
+    )
     # sink writes reach the driver's stores only once their batch is committed: a failed
     # commit leaves nothing to apply twice when the batch runs again
     metrics = apply_results(stores, results)
