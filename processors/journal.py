@@ -37,6 +37,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import Context
 from jetspark.core.outbox import Outbox
 from jetspark.core.snapshot_keys import BroadcastKey, broadcast_key
+from jetspark.core.state_definition import defines_state, describe
 from jetspark.core.suppliers import ProcessorFn, unbounded
 from jetspark.core.watermark import Watermark
 from jetspark.processors.emission import ResumableEmission
@@ -268,7 +269,11 @@ def read_journal_p(
         raise ValueError(f"a bounded journal of an item function needs a count >= 0, got {count}")
     source = _journal_of(journal, count)
     _check_event_time(event_time_policy, "read_journal_p")
-    return lambda: JournalSourceP(source, partition_count, True, event_time_policy)
+    return _defined(
+        lambda: JournalSourceP(source, partition_count, True, event_time_policy),
+        journal,
+        partition_count,
+    )
 
 
 def stream_journal_p(
@@ -285,4 +290,18 @@ def stream_journal_p(
     _check_partitions(partition_count)
     _check_event_time(event_time_policy, "stream_journal_p")
     source = _journal_of(journal, None)
-    return unbounded(lambda: JournalSourceP(source, partition_count, False, event_time_policy))
+    return unbounded(
+        _defined(
+            lambda: JournalSourceP(source, partition_count, False, event_time_policy),
+            journal,
+            partition_count,
+        )
+    )
+
+
+def _defined(supplier: ProcessorFn, journal: str | ItemFn, partition_count: int) -> ProcessorFn:
+    """`supplier`, declaring that its offsets are those of `journal` cut into `partition_count`
+    partitions (state_definition.py): a restore into another journal or partitioning is refused."""
+    return defines_state(
+        supplier, JournalSourceP, journal=describe(journal), partitions=partition_count
+    )

@@ -47,12 +47,12 @@ def _word(item: str) -> str:
     return item
 
 
-def upgraded_dag(*counters: str, counter: Any = None) -> DAG:
-    """journal "words" (unbounded) -> one keyed counter vertex per name, each on its own
-    ordinal of the source; `counter` replaces the processor of the vertex named "count"."""
+def upgraded_dag(*counters: str, counter: Any = None, journal: str = "words") -> DAG:
+    """`journal` (unbounded) -> one keyed counter vertex per name, each on its own ordinal of
+    the source; `counter` replaces the processor of the vertex named "count"."""
     dag = DAG("word-tallies")
     source = dag.new_vertex(
-        "source", stream_journal_p("words", partition_count=JOURNAL_PARTITIONS)
+        "source", stream_journal_p(journal, partition_count=JOURNAL_PARTITIONS)
     ).local_parallelism(2)
     for ordinal, name in enumerate(counters):
         supplier = counter if name == "count" and counter is not None else None

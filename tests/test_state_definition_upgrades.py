@@ -232,6 +232,17 @@ def test_a_changed_processor_class_of_a_vertex_with_state_is_refused_naming_both
         dropped.join(PATIENCE_SECONDS)
 
 
+def test_a_source_restored_from_offsets_of_another_journal_is_refused() -> None:
+    engine = upgrades.jobs.engine(2)
+    before = upgrades.first_version(engine, "count")
+    with pytest.raises(SnapshotError, match="vertex 'source': journal was 'words', now 'other'"):
+        engine.new_job(
+            upgrades.upgraded_dag("count", journal="other"),
+            upgrades.guaranteed(),
+            restore_from=before,
+        )
+
+
 def test_state_on_definition_change_takes_drop_or_none() -> None:
     with pytest.raises(ValueError, match='state_on_definition_change must be "drop" or None'):
         JobConfig(state_on_definition_change="rekey")  # type: ignore[arg-type]

@@ -56,9 +56,10 @@ def check_definition_changes(snapshot: Snapshot, dag: DAG, config: JobConfig) ->
     if config.state_on_definition_change is None:
         raise SnapshotError(
             f"snapshot {snapshot.snapshot_id} holds state that the DAG{_of(dag)} would read "
-            f"as something else: {described}. Restored, that state would be lost or wrong "
-            "(frames between the new windows, accumulators combined by functions that did "
-            "not make them). Restore the snapshot into the definitions it was taken with, or "
+            f"as something else: {described}. Restored, its entries would be misread or "
+            "never used (a frame between the new windows is never emitted, an accumulator is "
+            "combined by functions that did not make it, offsets are applied to another "
+            "journal). Restore the snapshot into the definitions it was taken with, or "
             'pass JobConfig(state_on_definition_change="drop") to start '
             f"{'these vertices' if len(stateful) > 1 else 'this vertex'} without its state"
         )
