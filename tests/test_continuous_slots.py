@@ -154,3 +154,30 @@ def test_the_slots_a_configuration_asks_for(
     master: str, settings: dict[str, str], slots: int | None
 ) -> None:
     assert configured_slots(settings, master) == slots
+
+
+class _Registering:
+    """A SparkContext whose executors register one at a time, a core each."""
+
+    def __init__(self, master: str) -> None:
+        self.master = master
+        self.registered = 0
+
+    def slots(self, context: Any) -> int:
+        self.registered += 1
+        return self.registered - 1
+
+
+@pytest.mark.parametrize(
+    ("master", "waited_for"), [("local-cluster[2,1,1024]", 2), ("local[2]", 0)]
+)
+def test_a_local_cluster_is_waited_for_as_any_cluster_and_local_is_not(
+    monkeypatch: pytest.MonkeyPatch, master: str, waited_for: int
+) -> None:
+    """local-cluster's executors are processes of their own that register after the context
+    starts: a continuous job submitted first thing waits for them, as on any cluster."""
+    from jetspark.core.spark import slots
+
+    context = _Registering(master)
+    monkeypatch.setattr(slots, "task_slots", context.slots)
+    assert slots.wait_for_slots(context, 2) == waited_for  # type: ignore[arg-type]

@@ -58,6 +58,12 @@ _own_gateway: Any = None
 (the recording ends it at this process's exit, `class_archive.Recording`)."""
 
 
+def runs_in_driver(master: str) -> bool:
+    """True for `local` and `local[...]`, whose executor is the driver's JVM; False for every
+    cluster, `local-cluster[...]` included (its executors register after the context starts)."""
+    return _LOCAL_MASTER.fullmatch(master) is not None
+
+
 def check_master(master: str) -> None:
     """Raises ValueError unless `master` is a Spark master URL: local, local[N], local[*],
     local[N,F], spark://HOST:PORT (and HA lists), yarn, k8s://... or local-cluster[...]."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark import SparkContext
 
-from jetspark.core.spark.session import master_of
+from jetspark.core.spark.session import master_of, runs_in_driver
 
 EXECUTORS_WAIT_SECONDS = 60.0
 """On a cluster, how long a choice waits for the executors the configuration asks for before
@@ -56,7 +56,7 @@ def wait_for_slots(context: SparkContext, needed: int) -> int:
     """The cluster's task slots; on a cluster, once there are `needed` of them or after
     EXECUTORS_WAIT_SECONDS, whichever comes first."""
     slots = task_slots(context)
-    if slots >= needed or master_of(context).startswith("local"):
+    if slots >= needed or runs_in_driver(master_of(context)):
         return slots
     deadline = time.monotonic() + EXECUTORS_WAIT_SECONDS
     while slots < needed and time.monotonic() < deadline:
