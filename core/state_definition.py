@@ -23,7 +23,7 @@ import inspect
 from collections.abc import Iterable
 from typing import Any
 
-from jetspark.core.dag import DAG
+from jetspark.core.dag import Vertex
 from jetspark.core.edge_routing import qualified_name
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import processor_fn_of, supplier_holders
@@ -64,10 +64,10 @@ def state_definition_of(supplier: Any) -> StateDefinition | None:
     return None
 
 
-def definitions_of(dag: DAG) -> dict[str, StateDefinition]:
-    """The known definition of each vertex of `dag`, by vertex name."""
+def definitions_of(vertices: Iterable[Vertex]) -> dict[str, StateDefinition]:
+    """The known definition of each of `vertices` (a DAG's), by vertex name."""
     definitions = {}
-    for vertex in dag.vertices():
+    for vertex in vertices:
         definition = state_definition_of(vertex.supplier)
         if definition is not None:
             definitions[vertex.name] = definition

@@ -43,7 +43,7 @@ def check_definition_changes(snapshot: Snapshot, dag: DAG, config: JobConfig) ->
             snapshot.snapshot_id,
         )
         return snapshot
-    new = definitions_of(dag)
+    new = definitions_of(dag.vertices())
     changed = sorted(
         vertex for vertex, definition in new.items() if saved.get(vertex, definition) != definition
     )
