@@ -17,6 +17,7 @@ from jetspark.core.runtime.exchange import LoopbackExchange
 from jetspark.core.runtime.member import MemberRuntime
 from jetspark.core.runtime.metrics import JobMetrics
 from jetspark.core.runtime.plan import JobPlan, plan_job
+from jetspark.core.runtime.queue import DEFAULT_QUEUE_BYTES
 from jetspark.core.runtime.restore import restorable
 from jetspark.core.runtime.snapshot import Clock, SnapshotCoordinator
 from jetspark.core.snapshot_store import InMemorySnapshotStore, Snapshot, SnapshotStore
@@ -41,7 +42,9 @@ class LocalEngine:
     long a cancelled job waits for a blocking cooperative one before it ends without it.
     `snapshot_clock` (seconds) times the snapshot interval; a test can pass a clock it
     advances itself, so the snapshots fall at the same points of every run. `job_view` (a
-    `jetspark.core.view.JobView`) shows every job the engine starts, live.
+    `jetspark.core.view.JobView`) shows every job the engine starts, live. `queue_max_bytes`
+    bounds each queue between two processors (and each outbox bucket) in estimated bytes,
+    besides the edge's queue size in items (SparkEngine: `spark.jetspark.queue.maxSize`).
     """
 
     def __init__(
@@ -52,6 +55,7 @@ class LocalEngine:
         stop_timeout: float = 5.0,
         snapshot_clock: Clock = time.monotonic,
         job_view: JobView | None = None,
+        queue_max_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         if not isinstance(members, int) or members < 1:
             raise ValueError(f"members must be an int >= 1, got {members!r}")
@@ -59,8 +63,11 @@ class LocalEngine:
             raise ValueError(
                 f"default_local_parallelism must be an int >= 1, got {default_local_parallelism!r}"
             )
+        if type(queue_max_bytes) is not int or queue_max_bytes < 1:
+            raise ValueError(f"queue_max_bytes must be an int >= 1, got {queue_max_bytes!r}")
         self.members = members
         self.default_local_parallelism = default_local_parallelism
+        self.queue_max_bytes = queue_max_bytes
         self.stop_timeout = stop_timeout
         self.snapshot_clock = snapshot_clock
         self.job_view = job_view
@@ -195,6 +202,7 @@ class _LocalRun:
                 engine.members,
                 engine.default_local_parallelism,
                 stores=engine.stores,
+                queue_bytes=engine.queue_max_bytes,
             )
             if job.snapshot_store is not None:
                 self.snapshots = SnapshotCoordinator(

@@ -56,8 +56,9 @@ class SourceP(AbstractProcessor):
     """Emits the items `read_fn(context)` returns from `complete()`, then completes.
 
     None items are skipped. The read position is saved to snapshots (see the module docstring).
-    Items are read `_CHUNK` at a time and offered as a batch (`offer_items`); the read position
-    counts only those emitted, so a snapshot never skips items read ahead.
+    Items are read `_CHUNK` at a time, or as many as the outbox has room for when that is fewer
+    (large items: the runtime's outbox counts bytes), and offered as a batch (`offer_items`);
+    the read position counts only those emitted, so a snapshot never skips items read ahead.
     """
 
     def __init__(self, read_fn: ReadFn, cooperative: bool = True) -> None:
@@ -75,9 +76,16 @@ class SourceP(AbstractProcessor):
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
         self._offer_items = offer_items_of(outbox)
+        self._room: Callable[[], int] | None = getattr(outbox, "room", None)
 
     def is_cooperative(self) -> bool:
         return self._cooperative
+
+    def _read_ahead(self) -> int:
+        """How many items to read next: `_CHUNK`, at most the outbox's room, at least one."""
+        if self._room is None:
+            return _CHUNK
+        return max(1, min(_CHUNK, self._room()))
 
     def complete(self) -> bool:
         if self._items is None:
@@ -87,7 +95,7 @@ class SourceP(AbstractProcessor):
         chunk, position = self._chunk, self._position
         while True:
             if position == len(chunk):
-                chunk, position = list(itertools.islice(self._items, _CHUNK)), 0
+                chunk, position = list(itertools.islice(self._items, self._read_ahead())), 0
                 self._chunk, self._plain = chunk, is_plain_batch(chunk)
                 if not chunk:
                     self._position = 0

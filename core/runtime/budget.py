@@ -20,6 +20,7 @@ from typing import Any
 
 from jetspark.core.outbox import Ordinals, OutboxImpl
 from jetspark.core.runtime.outbox import TaskletOutbox
+from jetspark.core.runtime.queue import DEFAULT_QUEUE_BYTES
 from jetspark.core.watermark import Watermark
 
 
@@ -28,9 +29,14 @@ class BudgetedOutbox(TaskletOutbox):
     `exact`, the batch's input ends only once all of them were emitted (a task run again)."""
 
     def __init__(
-        self, capacities: Sequence[int], owner: str, budget: int, exact: bool = False
+        self,
+        capacities: Sequence[int],
+        owner: str,
+        budget: int,
+        exact: bool = False,
+        max_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
-        super().__init__(capacities, owner)
+        super().__init__(capacities, owner, max_bytes)
         self.granted = budget
         self.budget = budget
         """Items this outbox still accepts."""

@@ -53,8 +53,9 @@ def build_member(
     Per member and vertex: the ProcessorSupplier from the plan's meta-supplier function, its
     `init` and `get(local parallelism)`, one Context per processor (global index = member *
     local parallelism + local index). A link between two built processors of one member is a
-    bounded Queue of the edge's queue size; any other link involving a built processor goes
-    through `exchange` (required then). Processors' `init` runs when the runtime starts.
+    Queue bounded by the edge's queue size and the plan's `queue_bytes` (as is each outbox
+    bucket); any other link involving a built processor goes through `exchange` (required
+    then). Processors' `init` runs when the runtime starts.
     A failing supplier raises JobFailedError; any failure closes the suppliers set up so far.
     With `snapshots` (a job with a processing guarantee) every processor gets a
     SnapshottingTasklet registered with that coordinator, restoring what it routes to it.
@@ -181,7 +182,7 @@ def _wire(plan: JobPlan, chosen: set[str], members: set[int], exchange: Exchange
                 if not (source_here or dest_here):
                     continue
                 link = Link(edge, upstream, downstream)
-                queue = Queue(edge.queue_size) if dest_here else None
+                queue = Queue(edge.queue_size, plan.queue_bytes) if dest_here else None
                 if queue is not None:
                     queues.append(queue)
                 if (
@@ -219,9 +220,11 @@ def _tasklet(
     capacities = [e.queue_size for e in vertex.outbound]
     budget = _source_budget(vertex, index, snapshots)
     if budget is not None:
-        outbox: TaskletOutbox = BudgetedOutbox(capacities, owner, *budget)
+        outbox: TaskletOutbox = BudgetedOutbox(
+            capacities, owner, *budget, max_bytes=plan.queue_bytes
+        )
     else:
-        outbox = TaskletOutbox(capacities, owner)
+        outbox = TaskletOutbox(capacities, owner, plan.queue_bytes)
     routers = [
         e.router(index, [wiring.channels[(e.id, index, d)] for d in e.targets(index)])
         for e in vertex.outbound

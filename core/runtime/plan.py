@@ -20,7 +20,8 @@ from jetspark.core.dag import DAG, Vertex
 from jetspark.core.edge_routing import EdgeRouting, routing_into
 from jetspark.core.errors import DagValidationError, JobFailedError
 from jetspark.core.runtime.closing import CloseStep, close_all
-from jetspark.core.state_definition import StateDefinition, state_definition_of
+from jetspark.core.runtime.queue import DEFAULT_QUEUE_BYTES
+from jetspark.core.state_definition import StateDefinition, definitions_of
 from jetspark.edges.edge import Edge
 from jetspark.edges.policy import RoutingPolicy
 from jetspark.edges.routing import Channel, Router, make_router, partition_table, target_processors
@@ -141,6 +142,9 @@ class JobPlan:
     edges: tuple[EdgePlan, ...]
     stores: Any = None
     """Named lists and maps handed to every context."""
+    queue_bytes: int = DEFAULT_QUEUE_BYTES
+    """The estimated bytes each queue between two processors of a member (and each outbox
+    bucket) holds at most, besides the edge's queue size in items."""
     _closed: bool = field(default=False, init=False, repr=False, compare=False)
 
     def routing(self) -> dict[str, tuple[EdgeRouting, ...]]:
@@ -149,12 +153,7 @@ class JobPlan:
 
     def state_definitions(self) -> dict[str, StateDefinition]:
         """The known state definition of each vertex, as a snapshot of the job records it."""
-        definitions = {}
-        for name, vertex in self.vertices.items():
-            definition = state_definition_of(vertex.vertex.supplier)
-            if definition is not None:
-                definitions[name] = definition
-        return definitions
+        return definitions_of(plan.vertex for plan in self.vertices.values())
 
     def close(self, error: BaseException | None) -> None:
         """Calls every meta-supplier's `close(error)` once; see `close_all` for failures."""
@@ -181,12 +180,14 @@ def plan_job(
     *,
     stores: Any = None,
     seed: int | None = None,
+    queue_bytes: int = DEFAULT_QUEUE_BYTES,
 ) -> JobPlan:
     """Validates `dag` and computes the job-wide facts of running it on `member_count` members.
 
     A failing meta-supplier raises JobFailedError, after the ones already initialised are
     closed. Local parallelism: the vertex's own, else its meta-supplier's preferred one, else
     `default_local_parallelism`. `seed` drives the all-to-one choices (None: random).
+    `queue_bytes` bounds the queues of a member in estimated bytes (JobPlan.queue_bytes).
     """
     dag.validate()
     if member_count < 1 or default_local_parallelism < 1:
@@ -194,6 +195,8 @@ def plan_job(
             f"member_count ({member_count}) and default_local_parallelism "
             f"({default_local_parallelism}) must be >= 1"
         )
+    if type(queue_bytes) is not int or queue_bytes < 1:
+        raise ValueError(f"queue_bytes must be an int >= 1, got {queue_bytes!r}")
     vertices = dag.vertices()
     parallelism = {v.name: _local_parallelism(v, default_local_parallelism) for v in vertices}
     rng = random.Random(seed)
@@ -212,7 +215,7 @@ def plan_job(
     except JobFailedError as failure:
         close_all(_meta_close_steps(started, failure), failure)
         raise
-    return JobPlan(config, member_count, plans, edges, stores)
+    return JobPlan(config, member_count, plans, edges, stores, queue_bytes)
 
 
 def _local_parallelism(vertex: Vertex, default: int) -> int:

@@ -18,6 +18,7 @@ from jetspark.core.runtime.restore import restorable
 from jetspark.core.snapshot_store import Snapshot, SnapshotStore
 from jetspark.core.spark.continuous.explain import explain_continuous
 from jetspark.core.spark.continuous.run import run_continuous_job
+from jetspark.core.spark.continuous.settings import queue_bytes_of
 from jetspark.core.spark.guarantees import (
     check_streaming_job,
     discard_temporary_store,
@@ -105,6 +106,13 @@ class SparkEngine:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+    @property
+    def queue_bytes(self) -> int:
+        """The estimated bytes each queue between two processors of a member holds at most:
+        `spark.jetspark.queue.maxSize` of the context's configuration, read whenever a job (or
+        a micro-batch) is planned (docs/deploy.md)."""
+        return queue_bytes_of(self.context)
 
     def get_list(self, name: str) -> list[Any]:
         """The driver-side list called `name`."""

@@ -11,9 +11,12 @@ from py4j.protocol import Py4JError
 from pyspark import RDD, SparkContext
 from pyspark.errors.exceptions.captured import CapturedException
 
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError
 from jetspark.core.job import Job, end_failure
 from jetspark.core.runtime.metrics import JobMetrics
+from jetspark.core.runtime.plan import JobPlan, plan_job
 from jetspark.core.snapshot_store import SnapshotStore
 from jetspark.core.spark.failures import spark_job_error
 from jetspark.core.stores import Stores
@@ -31,6 +34,22 @@ class EngineFacts(Protocol):
     default_local_parallelism: int
     stores: Stores
     batch_items: int | None
+
+    @property
+    def queue_bytes(self) -> int:
+        """The byte bound of the queues inside a member (`spark.jetspark.queue.maxSize`)."""
+        ...
+
+
+def plan_on(engine: EngineFacts, dag: DAG, config: JobConfig) -> JobPlan:
+    """`plan_job` of `dag` on the engine's members, with its defaults and its queue bytes."""
+    return plan_job(
+        dag,
+        config,
+        engine.members,
+        engine.default_local_parallelism,
+        queue_bytes=engine.queue_bytes,
+    )
 
 
 class SparkJob(Job):

@@ -41,7 +41,7 @@ from jetspark.core.spark.continuous.settings import RESTART_SLOT_WAIT, settings_
 from jetspark.core.spark.continuous.streams import PeerLostError
 from jetspark.core.spark.failed_tasks import failed_member, silent_member, spark_reason
 from jetspark.core.spark.failures import configuration_error, processor_error
-from jetspark.core.spark.job import EngineFacts, SparkJob
+from jetspark.core.spark.job import EngineFacts, SparkJob, plan_on
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
 from jetspark.core.spark.shipped_stores import free, shipped_contents
 from jetspark.core.spark.slots import hold_slots, slots_for_restart
@@ -67,7 +67,7 @@ def run_continuous_job(
     store = job.snapshot_store
     assert store is None or isinstance(store, DirectorySnapshotStore)
     try:
-        plan = plan_job(dag, config, engine.members, engine.default_local_parallelism)
+        plan = plan_on(engine, dag, config)
         restore = held_in(store, restore_from) if store is not None else None
         shipped = context.broadcast(shipped_contents(dag, engine.stores))
         security = security_of(context)
@@ -201,7 +201,9 @@ def _restart_plan(
         from_snapshot,
     )
     plan.close(failure)
-    rescaled = plan_job(dag, config, members, engine.default_local_parallelism)
+    rescaled = plan_job(
+        dag, config, members, engine.default_local_parallelism, queue_bytes=plan.queue_bytes
+    )
     hold_slots(context, job, members)
     coordinator.rescale(rescaled)
     return rescaled

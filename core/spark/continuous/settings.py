@@ -19,6 +19,10 @@
   the receiver has not moved into the downstream queue yet (besides two queue sizes of entries).
 - `spark.jetspark.link.queue` (default 2m): the estimated bytes the receiver of a link lets wait
   in the downstream processor's queue (besides the queue's size in entries).
+- `spark.jetspark.queue.maxSize` (default 4m; every execution mode, read by `queue_bytes_of`):
+  the estimated bytes each queue between two processors of a member holds, and as much each
+  upstream outbox's bucket (besides the edge's queue size in items); an item larger still
+  passes, alone.
 - `spark.jetspark.staged.maxSize` (default 128m): the sink writes (to named lists and maps,
   encoded) the driver may hold for snapshots not committed yet. Each member keeps its share:
   once the writes it sent exceed it, its processors that saved the snapshot under way wait for
@@ -36,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from jetspark.core.runtime.queue import DEFAULT_QUEUE_BYTES
 from jetspark.core.spark.continuous.flow import DEFAULT_LIMITS, ByteLimits
 
 HEARTBEAT_INTERVAL = "spark.jetspark.heartbeat.interval"
@@ -46,6 +51,7 @@ RESTART_SLOT_WAIT = "spark.jetspark.restart.slot.wait"
 _DEFAULT_SLOT_WAIT = "60s"
 LINK_WINDOW = "spark.jetspark.link.window"
 LINK_QUEUE = "spark.jetspark.link.queue"
+QUEUE_MAX_SIZE = "spark.jetspark.queue.maxSize"
 STAGED_MAX_SIZE = "spark.jetspark.staged.maxSize"
 _DEFAULT_STAGED_MAX_SIZE = 128 << 20
 WAIT_LOG_INTERVAL = "spark.jetspark.snapshot.waitLogInterval"
@@ -147,6 +153,12 @@ def settings_of(context: Any) -> ContinuousSettings:
         staged_bytes=_size(conf, STAGED_MAX_SIZE, _DEFAULT_STAGED_MAX_SIZE),
         wait_log_seconds=conf.getTimeAsMs(WAIT_LOG_INTERVAL, _DEFAULT_WAIT_LOG_INTERVAL) / 1000,
     )
+
+
+def queue_bytes_of(context: Any) -> int:
+    """`spark.jetspark.queue.maxSize` of `context`'s configuration, in bytes: the byte bound of
+    the queues inside every member, in every execution mode (module docstring)."""
+    return _size(context._jsc.sc().conf(), QUEUE_MAX_SIZE, DEFAULT_QUEUE_BYTES)
 
 
 def _size(conf: Any, key: str, default: int) -> int:

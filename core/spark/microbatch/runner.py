@@ -43,14 +43,14 @@ from jetspark.core.runtime.metrics import (
     JobMetrics,
     SnapshotReport,
 )
-from jetspark.core.runtime.plan import JobPlan, plan_job
+from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, ProcessorKey, Snapshot
 from jetspark.core.spark.failures import (
     configuration_error,
     failure_facts,
     spark_error_summary,
 )
-from jetspark.core.spark.job import EngineFacts, SparkJob
+from jetspark.core.spark.job import EngineFacts, SparkJob, plan_on
 from jetspark.core.spark.job_group import GroupJobs, wait_for_tasks_to_end
 from jetspark.core.spark.metrics import accumulate_metrics
 from jetspark.core.spark.microbatch.batch import BatchSpec
@@ -268,7 +268,7 @@ class MicroBatchRunner:
         error: BaseException | None = None
         shipped = None
         try:
-            plan = plan_job(dag, config, engine.members, engine.default_local_parallelism)
+            plan = plan_on(engine, dag, config)
             stages = plan_stages(dag)
             spec = BatchSpec(
                 snapshot_id=snapshot_id,

@@ -13,9 +13,9 @@ from jetspark.core.config import ExecutionMode, JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.metrics import JobMetrics
-from jetspark.core.runtime.plan import JobPlan, plan_job
+from jetspark.core.runtime.plan import JobPlan
 from jetspark.core.serialization import decode_batch
-from jetspark.core.spark.job import EngineFacts, SparkJob
+from jetspark.core.spark.job import EngineFacts, SparkJob, plan_on
 from jetspark.core.spark.job_group import wait_for_tasks_to_end
 from jetspark.core.spark.metrics import merge_metrics
 from jetspark.core.spark.shipped_stores import free, shipped_contents
@@ -33,7 +33,7 @@ def run_staged_job(engine: EngineFacts, job: SparkJob, dag: DAG, config: JobConf
     shipped: Broadcast | None = None
     context = engine.context
     try:
-        plan = plan_job(dag, config, engine.members, engine.default_local_parallelism)
+        plan = plan_on(engine, dag, config)
         stages = plan_stages(dag)
         description = f"jetspark {dag.name or job.name}: " + " | ".join(
             s.name for s in stages.stages
