@@ -53,13 +53,15 @@ GROUP_ROWS = {
     "recovery": ("19a", "19b", "19c"),
     "kafka": ("20a", "20b", "20c"),
     "service": ("21a",),
+    "state": ("22a", "22b"),
 }
 """The rows each group of `python -m bench --rows` produces (latency: every row 15*, 16*, 17*)."""
 BATCH_GROUPS = tuple(
     group
     for group in GROUP_ROWS
-    # 18c streams; kafka needs a broker
-    if group not in ("streaming", "watermark", "inference", "pipeline", "recovery", "kafka")
+    # 18c streams; kafka needs a broker; state runs a million keys, a minute a round
+    if group
+    not in ("streaming", "watermark", "inference", "pipeline", "recovery", "kafka", "state")
 )
 DEFAULT_ROWS = (*BATCH_GROUPS, "13a", "15e")
 """What `--compare` runs unless `--rows` says otherwise."""

@@ -69,9 +69,16 @@ def window_line(result: Any) -> str:
     return f"{result.start} {result.key} {result.value}"
 
 
-def window_dag(source: Any, sink: Any, parse: Any = None, source_parallelism: int = -1) -> Any:
+def window_dag(
+    source: Any,
+    sink: Any,
+    parse: Any = None,
+    source_parallelism: int = -1,
+    window: tuple[int, int] = (WINDOW_MILLIS, SLIDE_MILLIS),
+) -> Any:
     """source [-> parse] -> watermarks -> frame counts -> (distributed, by ticker) sliding
-    windows -> sink; `parse` (a processor supplier) turns the source's items into events."""
+    windows -> sink; `parse` (a processor supplier) turns the source's items into events
+    `(timestamp ms, ticker)`; `window`: (size, slide) in ms."""
     from jetspark.core import DAG
     from jetspark.edges import between
     from jetspark.processors import (
@@ -88,7 +95,7 @@ def window_dag(source: Any, sink: Any, parse: Any = None, source_parallelism: in
         sliding_window_policy,
     )
 
-    policy = sliding_window_policy(WINDOW_MILLIS, SLIDE_MILLIS)
+    policy = sliding_window_policy(*window)
     dag = DAG("stock-exchange-windows")
     events = dag.new_vertex("events", source, local_parallelism=source_parallelism)
     if parse is not None:

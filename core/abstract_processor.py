@@ -157,17 +157,23 @@ class AbstractProcessor(Processor):
         return self.outbox.offer_to_snapshot(key, value)
 
     def emit_from_traverser_to_snapshot(self, traverser: Traverser | Iterable[Any]) -> bool:
-        """Offers `(key, value)` entries to the snapshot until refused (False) or done (True)."""
+        """Offers `(key, value)` entries to the snapshot until refused (False) or done (True).
+
+        An outbox with `offer_snapshot_entries` (OutboxImpl's) takes the entries that fit as
+        one slice; any other gets one `offer_to_snapshot` per entry.
+        """
         source = self._traverser_for(traverser, snapshot=True)
+        offer = self.outbox.offer_to_snapshot
+        take_entries = getattr(self.outbox, "offer_snapshot_entries", None)
         entry = self._pending_snapshot_item
         if entry is _NOTHING:
             entry = source.next()
         while entry is not None:
             key, value = entry
-            if not self.outbox.offer_to_snapshot(key, value):
+            if not offer(key, value):
                 self._pending_snapshot_item = entry
                 return False
-            entry = source.next()
+            entry = source.next() if take_entries is None else take_entries(iter(source.next, None))
         self._pending_snapshot_item = _NOTHING
         self._iterable_traversers.pop(True, None)
         return True

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
+from itertools import islice
 from typing import Any, Protocol, runtime_checkable
 
 from jetspark.core.errors import ProcessorContractError
@@ -34,6 +35,8 @@ def offer_items_of(outbox: Outbox) -> Callable[[Sequence[Any], int], int]:
 
 
 _NOT_PLAIN = frozenset({type(None), Watermark})
+_ONLY_TUPLES = frozenset({tuple})
+_ONLY_PAIRS = frozenset({2})
 
 
 def is_plain_batch(items: Sequence[Any]) -> bool:
@@ -186,6 +189,23 @@ class OutboxImpl:
         self.snapshot_bucket.append(entry)
         self._unfinished_snapshot = _NOTHING
         return True
+
+    def offer_snapshot_entries(self, entries: Iterator[Any]) -> Any:
+        """Moves entries of `entries` into the snapshot bucket while it has room, as
+        `offer_to_snapshot(key, value)` one by one would; returns the next entry, not taken, for
+        the caller to offer with `offer_to_snapshot` (None when `entries` ran out). The
+        entries that fit go in as one slice when all are `(key, value)` tuples."""
+        bucket = self.snapshot_bucket
+        room = self.snapshot_capacity - len(bucket)
+        if room <= 0 or self._unfinished_snapshot is not _NOTHING:
+            return next(entries, None)
+        chunk = list(islice(entries, room))
+        if _ONLY_TUPLES.issuperset(map(type, chunk)) and _ONLY_PAIRS.issuperset(map(len, chunk)):
+            bucket.extend(chunk)
+        else:
+            for key, value in chunk:
+                self.offer_to_snapshot(key, value)
+        return next(entries, None) if len(chunk) == room else None
 
     def has_unfinished_item(self) -> bool:
         """True when the last offer was refused and the processor still owes it."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from jetspark.core.errors import SnapshotError
-from jetspark.core.serialization import decode_batch
+from jetspark.core.serialization import decode_batch, pickles_of
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Snapshot
 
 
@@ -163,8 +163,8 @@ def describe_snapshot(
 def count_entries(data: bytes) -> int:
     """How many entries an `encode_batch` batch holds, without building its objects."""
     try:
-        return len(_EntryCounter(io.BytesIO(memoryview(data)[1:])).load())
-    except pickle.UnpicklingError:  # a msgpack batch of an earlier version: decoding runs no code
+        return sum(len(_EntryCounter(io.BytesIO(part)).load()) for part in pickles_of(data))
+    except (ValueError, pickle.UnpicklingError):  # msgpack of an earlier version: runs no code
         return len(decode_batch(data))
 
 

@@ -30,6 +30,7 @@ import msgpack
 from jetspark.core.edge_routing import Routings, routings_of
 from jetspark.core.errors import SnapshotError
 from jetspark.core.files import create_exclusive, fsync_directory, write_atomically
+from jetspark.core.gc_pause import paused_gc
 from jetspark.core.serialization import decode_batch, encode_batch
 from jetspark.core.state_definition import StateDefinition, definitions_from_record
 from jetspark.core.store_lease import (
@@ -58,8 +59,9 @@ class ProcessorSnapshot:
     completed: bool = False
 
     def entries(self) -> list[Any]:
-        """The `(key, value)` entries, decoded."""
-        return decode_batch(self.data)
+        """The `(key, value)` entries, decoded (gc_pause.py: the collector waits meanwhile)."""
+        with paused_gc:
+            return decode_batch(self.data)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ ROWS = {
     *("18a", "18b", "18c"),
     *("20a", "20b", "20c"),
     "21a",
+    *("22a", "22b"),
 }
 OPTIONAL_ROWS = {"13b", "14b", "14c", "19a", "19b", "19c"}
 """Rows whose baseline needs the `bench` extra (pandas, pyarrow), or root (19a-c: network

@@ -16,7 +16,7 @@ from test_job_upgrades import FIRST, guaranteed, run_until_read, upgraded_dag
 
 from jetspark.core import DirectorySnapshotStore, ProcessorSnapshot, Snapshot
 from jetspark.core.cli import main
-from jetspark.core.serialization import encode_batch
+from jetspark.core.serialization import CHUNK_ITEMS, encode_batch
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -120,6 +120,10 @@ def test_show_gives_each_vertex_its_processors_entries_and_bytes(
     assert shown["source"][:2] == ["2", "4"]
 
 
+COUNTED = CHUNK_ITEMS + 1_500
+"""Entries of the state with a class gone: a batch pickled in two chunks."""
+
+
 def test_show_counts_entries_of_classes_the_command_cannot_import(tmp_path: Path) -> None:
     modules = tmp_path / "modules"
     modules.mkdir()
@@ -139,7 +143,7 @@ def test_show_counts_entries_of_classes_the_command_cannot_import(tmp_path: Path
     try:
         import gone_later  # type: ignore[import-not-found]
 
-        entries = [(f"k{i}", gone_later.Position(i, [i] * 3)) for i in range(1500)]
+        entries = [(f"k{i}", gone_later.Position(i, [i] * 3)) for i in range(COUNTED)]
         state = ProcessorSnapshot(encode_batch(entries))
     finally:
         sys.path.remove(str(modules))
@@ -150,7 +154,7 @@ def test_show_counts_entries_of_classes_the_command_cannot_import(tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert ", 1 member, " in result.stdout.splitlines()[0]
     row = result.stdout.splitlines()[2].split()
-    assert row[:5] == ["positions", "1", "1", "0", "1,500"]
+    assert row[:5] == ["positions", "1", "1", "0", f"{COUNTED:,}"]
     assert row[5] == f"{len(state.data):,}"
 
 

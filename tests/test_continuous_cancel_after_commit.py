@@ -160,13 +160,14 @@ class HookedStore(DirectorySnapshotStore):
         local_parallelism: Mapping[str, int],
         parts: Mapping[str, tuple[bytes, Held]],
         routing: Any = None,
+        definitions: Any = None,
     ) -> None:
         hooks = self.hooks
         first = not hooks.cancelled()
         if first and hooks.point == "committed":
             Path(hooks.path("committing")).touch()
             _wait_for(hooks.all_waiting, "every member's loop held")
-        super().commit(snapshot_id, member_count, local_parallelism, parts, routing)
+        super().commit(snapshot_id, member_count, local_parallelism, parts, routing, definitions)
         if first and hooks.point in ("manifest", "committed"):
             self.on_commit()
 

@@ -6,12 +6,14 @@ import dataclasses
 import enum
 import fractions
 import math
+import pickle
+import struct
 from collections import OrderedDict, namedtuple
 
 import msgpack
 import pytest
 
-from jetspark.core.serialization import decode_batch, encode_batch, roundtrip
+from jetspark.core.serialization import CHUNK_ITEMS, decode_batch, encode_batch, roundtrip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,9 +158,39 @@ def test_objects_no_pickler_takes_fail_even_with_classes_by_value():
         encode_batch([1, generator()], classes_by_value=True)
 
 
+def test_a_batch_of_more_than_chunk_items_comes_back_in_order_from_its_chunks():
+    shared = [1, 2]
+    batch = [(n, {"n": n, "shared": shared}) for n in range(3 * CHUNK_ITEMS + 5)]
+    data = encode_batch(batch)
+    assert data[:1] == b"C"
+    back = decode_batch(data)
+    assert back == batch
+    # an object held twice comes back shared within a chunk, as equal copies across chunks
+    assert back[0][1]["shared"] is back[CHUNK_ITEMS - 1][1]["shared"]
+    assert back[0][1]["shared"] is not back[CHUNK_ITEMS][1]["shared"]
+    assert encode_batch(batch[:CHUNK_ITEMS])[:1] == b"P"
+
+
+def test_every_chunk_is_read_with_the_loads_given():
+    chunks = []
+
+    def loads(payload: memoryview) -> object:
+        chunks.append(len(payload))
+        return pickle.loads(payload)
+
+    batch = list(range(2 * CHUNK_ITEMS + 1))
+    assert decode_batch(encode_batch(batch), loads) == batch
+    assert len(chunks) == 3
+
+
 @pytest.mark.parametrize(
     "data",
-    [b"", b"X123", b"M", b"M\xc1", b"M\x92", b"M\x05", b"P", b"Pgarbage", b"P\x80\x05K"],
+    [
+        *(b"", b"X123", b"M", b"M\xc1", b"M\x92", b"M\x05", b"P", b"Pgarbage", b"P\x80\x05K"),
+        *(b"C", b"C\x05", b"C" + struct.pack("<Q", 100) + pickle.dumps([1])),
+        b"C" + struct.pack("<Q", 4) + b"\x80\x05K\x01",  # a chunk cut short
+        b"C" + struct.pack("<Q", 5) + b"\x80\x05K\x01.",  # a chunk holding no batch
+    ],
     ids=repr,
 )
 def test_decoding_garbage_raises_value_error(data):

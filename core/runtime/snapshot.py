@@ -11,10 +11,13 @@ it is complete: it goes to the store, `committed_id` rises, and the processors l
 commit through `Processor.snapshot_committed()`.
 
 When: the first snapshot one interval after the first `tick()`, then one interval after the
-previous one started (or at once, if it took longer). Never while a tasklet is restoring, and
-never while a processor still has to exhaust an inbound edge of a lower priority number than
-its last: a barrier could not be aligned without consuming the lower-priority edges early
-(manual §8.1.6), so such a job takes its first snapshot once every prioritized edge is done.
+previous one started, and never before it committed. A snapshot that took longer than the
+interval is followed by the next one a whole interval after its commit (Jet's rule), so the
+job runs between snapshots however slow they are, and `SlowSnapshots` warns. Never while a
+tasklet is restoring, and never while a processor still has to exhaust an inbound edge of a
+lower priority number than its last: a barrier could not be aligned without consuming the
+lower-priority edges early (manual §8.1.6), so such a job takes its first snapshot once every
+prioritized edge is done.
 
 `tick()` runs on the driver thread once per round; `saved()` and `completed()` may be called
 from non-cooperative tasklets' threads.
@@ -46,6 +49,72 @@ _log = logging.getLogger("jetspark.snapshots")
 
 Clock = Callable[[], float]
 """Seconds from any fixed origin (time.monotonic); tests pass a clock they advance."""
+
+SLOW_WARNING_PERIOD = 300.0
+"""Seconds between two warnings of a job's snapshots taking longer than its interval."""
+
+
+class SlowSnapshots:
+    """Warns that a job's snapshots take longer than its snapshot interval: at the first such
+    snapshot, then at most once every `period` seconds of `clock`, counting those in between."""
+
+    def __init__(
+        self,
+        job_name: str,
+        interval: float,
+        clock: Clock = time.monotonic,
+        period: float = SLOW_WARNING_PERIOD,
+    ) -> None:
+        self._job_name = job_name
+        self._interval = interval
+        self._clock = clock
+        self._period = period
+        self._quiet_until: float | None = None
+        self._unreported = 0
+        """Snapshots longer than the interval since the last warning, not warned of."""
+
+    def committed(self, snapshot_id: int, seconds: float, vertex_bytes: Mapping[str, int]) -> None:
+        """Snapshot `snapshot_id` committed `seconds` after it started, holding `vertex_bytes`
+        (vertex -> bytes of its processors' state); warns if it is due."""
+        if seconds <= self._interval:
+            return
+        now = self._clock()
+        if self._quiet_until is not None and now < self._quiet_until:
+            self._unreported += 1
+            return
+        self._quiet_until = now + self._period
+        size = sum(vertex_bytes.values())
+        largest = max(vertex_bytes, key=vertex_bytes.__getitem__, default=None)
+        since = (
+            f" ({self._unreported} more took longer since the last warning)"
+            if self._unreported
+            else ""
+        )
+        self._unreported = 0
+        _log.warning(
+            "snapshot %d of job %s took %.1f s and wrote %s, longer than the %g s snapshot "
+            "interval%s: the next snapshot starts one interval after this one committed, so "
+            "the job runs between snapshots but takes them less often than asked. Raise "
+            "JobConfig.snapshot_interval_millis above the time a snapshot takes, or keep less "
+            "state%s",
+            snapshot_id,
+            self._job_name,
+            seconds,
+            _size(size),
+            self._interval,
+            since,
+            f" (vertex '{largest}' saved {_size(vertex_bytes[largest])} of it)"
+            if largest is not None
+            else "",
+        )
+
+
+def _size(size: int) -> str:
+    """`size` bytes in the unit that reads best: bytes, kB, MB or GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:,.1f} {unit}"
+    return f"{size} bytes"
 
 
 class SnapshotCoordinator:
@@ -117,7 +186,8 @@ class SnapshotCoordinator:
         self._next_start: float | None = None
         self._lock = threading.Lock()
         self._started_at = 0.0
-        """When the snapshot under way was requested (time.monotonic)."""
+        """When the snapshot under way was requested (by the clock)."""
+        self._slow = SlowSnapshots(job_name, self._interval, clock)
         self.reports: deque[SnapshotReport] = deque(maxlen=RECENT_SNAPSHOTS)
         """The newest commits of this run, oldest first, for the job's metrics."""
         self.committed_count = 0
@@ -211,7 +281,7 @@ class SnapshotCoordinator:
         self._outstanding = set(self._tasklets) - set(self._finals)
         self._in_progress = True
         self.requested_id = snapshot_id
-        self._started_at = time.monotonic()
+        self._started_at = self._clock()
 
     def job_completed(self) -> None:
         """The job ended successfully: every final state counts as committed (the job will not
@@ -245,6 +315,9 @@ class SnapshotCoordinator:
         self.committed_id = snapshot_id
         self.committed_count += 1
         self._in_progress = False
+        now = self._clock()
+        if self._next_start is not None and now > self._next_start:
+            self._next_start = now + self._interval  # it took longer than the interval
         size = snapshot.size()
         vertex_bytes: dict[str, int] = {}
         for (vertex, _), saved in processors.items():
@@ -253,11 +326,12 @@ class SnapshotCoordinator:
             SnapshotReport(
                 snapshot_id,
                 committed_at=time.time(),
-                duration_seconds=time.monotonic() - self._started_at,
+                duration_seconds=now - self._started_at,
                 bytes=size,
                 vertex_bytes=vertex_bytes,
             )
         )
+        self._slow.committed(snapshot_id, now - self._started_at, vertex_bytes)
         _log.info(
             "%s: snapshot %d committed (%d processors, %d bytes)",
             self._job_name,

@@ -35,6 +35,7 @@ from typing import Any
 
 from jetspark.core.context import Context
 from jetspark.core.errors import JobFailedError
+from jetspark.core.gc_pause import paused_gc
 from jetspark.core.inbox import ArrayDequeInbox
 from jetspark.core.processor import Processor
 from jetspark.core.runtime.barrier import BarrierAligner, SnapshotBarrier
@@ -218,7 +219,8 @@ class SnapshottingTasklet(ProcessorTasklet):
         before = len(queue)
         self.callback = "restore_from_snapshot"
         self._restore_inbox.handed_out = None
-        self.processor.restore_from_snapshot(self._restore_inbox)
+        with paused_gc:
+            self.processor.restore_from_snapshot(self._restore_inbox)
         return MADE_PROGRESS if len(queue) < before else NO_PROGRESS
 
     def _failure(self, error: Exception, callback: str) -> JobFailedError:
@@ -351,7 +353,9 @@ class SnapshottingTasklet(ProcessorTasklet):
         if self._uncommitted:
             return NO_PROGRESS
         self.callback = "save_to_snapshot"
-        done = returned_bool(self.processor.save_to_snapshot(), self.callback)
+        with paused_gc:
+            saved = self.processor.save_to_snapshot()
+        done = returned_bool(saved, self.callback)
         bucket = self.outbox.snapshot_bucket
         moved = bool(bucket)
         if moved:

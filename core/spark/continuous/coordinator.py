@@ -7,10 +7,12 @@ their part files are never named by a manifest, so a zombie attempt can neither 
 publish. Members of the current epoch learn what to restore (the last committed snapshot) and
 where snapshot ids continue.
 
-Snapshots: every `snapshot_interval_millis` the coordinator asks the members for snapshot N;
-when every member reported its part, it writes the manifest (the commit), applies the sinks'
-writes the members sent before their parts, and tells the members, whose processors then learn
-of the commit. When every member reported that its processors finished, a job with a snapshot
+Snapshots: every `snapshot_interval_millis` the coordinator asks the members for snapshot N,
+never before N-1 committed, and a whole interval after N-1's commit when N-1 took longer than
+the interval (core/runtime/snapshot.py: Jet's rule, with `SlowSnapshots`' warning); when every
+member reported its part, it writes the manifest (the commit), applies the sinks' writes the
+members sent before their parts, and tells the members, whose processors then learn of the
+commit. When every member reported that its processors finished, a job with a snapshot
 store takes one more snapshot, of the final states only, and has completed when it commits;
 only then do the members publish their final states. A member lost while they publish restarts
 the job from that final snapshot: every processor is restored as completed, the transactional
@@ -47,6 +49,7 @@ from jetspark.core.config import JobConfig
 from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.metrics import RECENT_SNAPSHOTS, JobMetrics, SnapshotReport
 from jetspark.core.runtime.plan import JobPlan
+from jetspark.core.runtime.snapshot import SlowSnapshots
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.continuous import control
 from jetspark.core.spark.continuous.control import (
@@ -73,7 +76,7 @@ from jetspark.core.stores import Stores
 _log = logging.getLogger("jetspark.spark")
 
 wait_clock: Callable[[], float] = time.monotonic
-"""The clock of how long a snapshot has waited (tests advance one of their own)."""
+"""The clock of how long a snapshot has waited, and took (tests advance one of their own)."""
 SETTLE_SECONDS = 5.0
 """After a failed stage, how long the coordinator waits for the members' last messages (a
 processor's failure report races with the stage's failure)."""
@@ -109,7 +112,6 @@ class _Epoch:
     """The snapshot under way, or None."""
     final_snapshot_id: int | None = None
     """The snapshot of the final states, once every member finished and it started."""
-    started: float = 0.0
     parts: dict[int, _Part] = dataclasses.field(default_factory=dict)
     staged: dict[int, list[Any]] = dataclasses.field(default_factory=dict)
     """Member -> sink writes it sent since its last part (applied at the next commit)."""
@@ -161,6 +163,7 @@ class ContinuousCoordinator:
         self._wait_log_seconds = settings.wait_log_seconds
         self._staged_peak = 0
         self._interval = config.snapshot_interval_millis / 1000
+        self._slow = SlowSnapshots(job_name, self._interval, lambda: wait_clock())  # read late
         self._max_restarts = max_restarts
         self.last_committed = restore_from
         """The snapshot a new epoch restores."""
@@ -525,7 +528,7 @@ class ContinuousCoordinator:
             (last.snapshot_id + 1) if last else 1,
             self._store.next_id(),
         )
-        epoch.snapshot_id, epoch.started, epoch.parts = snapshot_id, time.monotonic(), {}
+        epoch.snapshot_id, epoch.parts = snapshot_id, {}
         epoch.waiting_since, epoch.next_wait_log = wait_clock(), self._wait_log_seconds
         epoch.pending = {}
         self._next_start = max(time.monotonic(), self._next_start) + self._interval
@@ -569,18 +572,17 @@ class ContinuousCoordinator:
         for part in epoch.parts.values():
             for vertex, size in part.vertex_bytes.items():
                 vertex_bytes[vertex] = vertex_bytes.get(vertex, 0) + size
+        took = wait_clock() - epoch.waiting_since
         self._snapshots.append(
-            SnapshotReport(
-                snapshot_id,
-                time.time(),
-                time.monotonic() - epoch.started,
-                sum(vertex_bytes.values()),
-                vertex_bytes,
-            )
+            SnapshotReport(snapshot_id, time.time(), took, sum(vertex_bytes.values()), vertex_bytes)
         )
         del self._snapshots[:-RECENT_SNAPSHOTS]
         self._snapshot_count += 1
         epoch.snapshot_id = None
+        self._slow.committed(snapshot_id, took, vertex_bytes)
+        now = time.monotonic()
+        if now > self._next_start:  # it took longer than the interval
+            self._next_start = now + self._interval
         _log.info("%s: snapshot %d committed", self._job_name, snapshot_id)
         _tell_all(epoch, control.COMMITTED, snapshot_id)
         if snapshot_id == epoch.final_snapshot_id:
