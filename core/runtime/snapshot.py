@@ -109,6 +109,13 @@ class SlowSnapshots:
         )
 
 
+def next_start_after_commit(next_start: float, now: float, interval: float) -> float:
+    """When the next snapshot starts, given that the last one committed at `now`: as planned
+    (`next_start`), unless it was due already; then a whole interval after the commit (Jet's
+    rule for a snapshot that took longer than the interval)."""
+    return now + interval if now > next_start else next_start
+
+
 def _size(size: int) -> str:
     """`size` bytes in the unit that reads best: bytes, kB, MB or GB."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -316,8 +323,8 @@ class SnapshotCoordinator:
         self.committed_count += 1
         self._in_progress = False
         now = self._clock()
-        if self._next_start is not None and now > self._next_start:
-            self._next_start = now + self._interval  # it took longer than the interval
+        if self._next_start is not None:
+            self._next_start = next_start_after_commit(self._next_start, now, self._interval)
         size = snapshot.size()
         vertex_bytes: dict[str, int] = {}
         for (vertex, _), saved in processors.items():

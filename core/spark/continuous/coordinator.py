@@ -49,7 +49,7 @@ from jetspark.core.config import JobConfig
 from jetspark.core.errors import JobFailedError
 from jetspark.core.runtime.metrics import RECENT_SNAPSHOTS, JobMetrics, SnapshotReport
 from jetspark.core.runtime.plan import JobPlan
-from jetspark.core.runtime.snapshot import SlowSnapshots
+from jetspark.core.runtime.snapshot import SlowSnapshots, next_start_after_commit
 from jetspark.core.snapshot_store import DirectorySnapshotStore, Held, Snapshot
 from jetspark.core.spark.continuous import control
 from jetspark.core.spark.continuous.control import (
@@ -580,9 +580,9 @@ class ContinuousCoordinator:
         self._snapshot_count += 1
         epoch.snapshot_id = None
         self._slow.committed(snapshot_id, took, vertex_bytes)
-        now = time.monotonic()
-        if now > self._next_start:  # it took longer than the interval
-            self._next_start = now + self._interval
+        self._next_start = next_start_after_commit(
+            self._next_start, time.monotonic(), self._interval
+        )
         _log.info("%s: snapshot %d committed", self._job_name, snapshot_id)
         _tell_all(epoch, control.COMMITTED, snapshot_id)
         if snapshot_id == epoch.final_snapshot_id:
