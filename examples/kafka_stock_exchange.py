@@ -244,20 +244,26 @@ def topics(servers: str, partitions: int, keep: bool) -> Iterator[tuple[str, str
 
 
 def produce_trades(servers: str, topic: str, items: Sequence[dict[str, Any]]) -> None:
-    """The trades keyed by ticker (so a ticker's trades stay in one partition, in order), then
-    a heartbeat in every partition."""
+    """The trades keyed by ticker (so a ticker's trades stay in one partition, in order), then,
+    once they are all in, a heartbeat in every partition: each partition's last record.
+
+    The producer is idempotent: one that is not retries a failed batch (a partition's leader not
+    known yet, just after the topic's creation) behind the batches sent after it, and a trade
+    that lands behind later ones is late for the windows."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": servers, "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": servers, "linger.ms": 5, "enable.idempotence": True})
     for t in items:
         producer.produce(topic, json.dumps(t).encode(), t["ticker"].encode())
         producer.poll(0)
+    if producer.flush(60):
+        raise RuntimeError(f"the trades did not all reach {topic} within 60 s")
     partitions = producer.list_topics(topic, timeout=30).topics[topic].partitions
     beat = json.dumps({"time": heartbeat_time(len(items))}).encode()
     for partition in partitions:
         producer.produce(topic, beat, partition=partition)
     if producer.flush(60):
-        raise RuntimeError(f"the trades did not all reach {topic} within 60 s")
+        raise RuntimeError(f"the heartbeats did not all reach {topic} within 60 s")
 
 
 def read_windows(servers: str, topic: str, wanted: int, job: Job) -> list[WindowCount]:

@@ -44,12 +44,20 @@ def properties(broker: Any, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest", **extra}
 
 
+def ordered_producer(broker: Any) -> Any:
+    """A producer that keeps each partition in the order of production: idempotent, so a
+    batch retried after an error (a new topic's leader not known yet) cannot land behind the
+    batches sent after it, which would make its records late in event time."""
+    from confluent_kafka import Producer
+
+    settings = {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5}
+    return Producer({**settings, "enable.idempotence": True})
+
+
 def produce_numbers(broker: Any, topic: str, numbers: range, partitions: int | None = None) -> None:
     """Produces record n (key `k<n % 7>`, value `n`, timestamp EPOCH + n) for each n, into
     partition n % partitions when `partitions` is given (else by the key's hash)."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    producer = ordered_producer(broker)
     for n in numbers:
         extra = {} if partitions is None else {"partition": n % partitions}
         producer.produce(topic, str(n).encode(), f"k{n % 7}".encode(), timestamp=EPOCH + n, **extra)

@@ -93,8 +93,26 @@ def test_the_command_runs_as_its_docstring_says(
     if "--bootstrap-servers" in command:  # the run's broker, as the docstring's option allows
         broker = request.getfixturevalue("kafka_broker")
         arguments += ["--bootstrap-servers", broker.bootstrap_servers]
-    finished = subprocess.run(arguments, cwd=ROOT, env=environment, capture_output=True, text=True)
-    assert finished.returncode == 0, f"{finished.stdout[-2000:]}\n{finished.stderr[-4000:]}"
+    try:
+        finished = subprocess.run(
+            arguments, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=PATIENCE
+        )
+    except subprocess.TimeoutExpired as expired:  # what it printed says where it stopped
+        pytest.fail(f"still running after {PATIENCE} s:\n{_tail(expired.stdout, expired.stderr)}")
+    assert finished.returncode == 0, _tail(finished.stdout, finished.stderr)
+
+
+PATIENCE = 100
+"""Seconds a command may run before the test fails with its output so far: below pytest's
+timeout, which would show only this process's stack (a bound on failures; commands take
+seconds)."""
+
+
+def _tail(stdout: str | bytes | None, stderr: str | bytes | None) -> str:
+    def text(output: str | bytes | None) -> str:
+        return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+
+    return f"{text(stdout)[-2000:]}\n{text(stderr)[-4000:]}"
 
 
 def test_a_missing_data_path_is_named_with_how_to_pass_another(tmp_path: Path) -> None:

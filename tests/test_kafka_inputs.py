@@ -14,6 +14,7 @@ from kafka_jobs import (
     copy_dag,
     duplicates,
     expected_window_results,
+    ordered_producer,
     produce_numbers,
     produce_window_closers,
     properties,
@@ -78,11 +79,9 @@ def test_a_broker_that_does_not_answer_fails_the_job_after_the_wait_naming_the_s
 
 
 def _unreadable_topic(broker) -> str:
-    from confluent_kafka import Producer
-
     topic = topic_name("json")
     broker.create_topic(topic, 1)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer = ordered_producer(broker)
     for value in (b'{"n": 0}', b"not json", b'{"n": 2}'):
         producer.produce(topic, value, partition=0)
     producer.flush(30)

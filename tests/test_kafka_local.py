@@ -11,6 +11,7 @@ from kafka_jobs import (
     copy_dag,
     duplicates,
     expected_window_results,
+    ordered_producer,
     produce_numbers,
     produce_window_closers,
     topic_name,
@@ -84,9 +85,7 @@ def test_windows_over_partitions_far_apart_in_event_time_lose_no_event(kafka_bro
     source, sink = topic_name("in"), topic_name("out")
     kafka_broker.create_topic(source, 2)
     kafka_broker.create_topic(sink, 1)
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    producer = ordered_producer(kafka_broker)
     for n in range(4000):
         producer.produce(source, str(n).encode(), partition=n // 2000, timestamp=EPOCH + n)
     producer.flush(60)
